@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+)
+
+// stdio is the process's standard streams, injected so that commands can be tested.
+type stdio struct {
+	in  io.Reader
+	out io.Writer
+	err io.Writer
+}
+
+// command is one subcommand. run parses its own flags and returns the exit code.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, io stdio, args []string) int
+}
+
+// commands is the one place where subcommands are registered.
+func commands() []command {
+	return []command{
+		{"exec", "run a program in the sandbox", cmdExec},
+		{"doctor", "show which isolation mechanisms this host offers", cmdDoctor},
+		{"version", "print the version", cmdVersion},
+	}
+}
+
+var version = "dev"
+
+// run dispatches args to a subcommand and returns the process exit code.
+func run(ctx context.Context, args []string, s stdio) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(s.err)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, s, args[1:])
+		}
+	}
+	fmt.Fprintf(s.err, "codeagent: unknown command %q\n", args[0])
+	usage(s.err)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	cs := commands()
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	var b strings.Builder
+	b.WriteString("usage: codeagent COMMAND [flags] [args]\n\ncommands:\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun 'codeagent COMMAND -h' for a command's flags.\n")
+	io.WriteString(w, b.String())
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name string, s stdio) *flag.FlagSet {
+	fs := flag.NewFlagSet("codeagent "+name, flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	return fs
+}
+
+// parseFlags parses args and returns (exit code, done): done is true when the
+// command must stop (help requested or bad flags).
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK, true
+		}
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+// newLogger returns the CLI's logger: warnings and errors on stderr, or debug
+// output when CODEAGENT_DEBUG is set.
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("CODEAGENT_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func cmdVersion(_ context.Context, s stdio, _ []string) int {
+	fmt.Fprintf(s.out, "codeagent %s\n", version)
+	return exitOK
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/codeagent/codeagent/sandbox/namespace"
+)
+
+func cmdDoctor(ctx context.Context, s stdio, args []string) int {
+	fs := newFlagSet("doctor", s)
+	weak := fs.Bool("allow-weak-isolation", false, "judge the host as if weaker isolation were accepted")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	rep := namespace.Probe(namespace.Config{AllowWeakIsolation: *weak})
+	printDoctor(s.out, rep)
+	if !rep.Usable {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func printDoctor(w io.Writer, r namespace.Report) {
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	bw := r.Bwrap
+	if bw == "" {
+		bw = "not found"
+	} else if r.BwrapVersion != "" {
+		bw += " (" + r.BwrapVersion + ")"
+	}
+	cg := "none"
+	if r.CgroupVersion > 0 {
+		cg = fmt.Sprintf("v%d", r.CgroupVersion)
+	} else if r.CgroupDetail != "" {
+		cg += " (" + r.CgroupDetail + ")"
+	}
+	landlock := "no"
+	if r.LandlockABI > 0 {
+		landlock = fmt.Sprintf("yes (ABI %d; not used yet)", r.LandlockABI)
+	}
+	fmt.Fprintf(w, "bubblewrap:        %s\n", bw)
+	fmt.Fprintf(w, "namespaces:        %s (user, pid, mount, network, ipc, uts, cgroup)\n", yes(r.UserNamespaces))
+	fmt.Fprintf(w, "seccomp:           %s\n", yes(r.Seccomp))
+	fmt.Fprintf(w, "landlock:          %s\n", landlock)
+	fmt.Fprintf(w, "cgroups:           %s\n", cg)
+	fmt.Fprintf(w, "memory limit by:   %s\n", r.MemoryLimit)
+	fmt.Fprintf(w, "process limit by:  %s\n", r.ProcessLimit)
+	fmt.Fprintf(w, "running as root:   %s\n", yes(r.Root))
+	backend := "namespace (bubblewrap)"
+	if !r.Usable {
+		backend = "none: codeagent refuses to run programs on this host"
+	}
+	fmt.Fprintf(w, "backend:           %s\n", backend)
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "missing: %s\n", strings.TrimSpace(p))
+	}
+	for _, x := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", strings.TrimSpace(x))
+	}
+}

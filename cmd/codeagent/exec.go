@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/backends"
+)
+
+// maxProgramSize bounds the program file that exec accepts.
+const maxProgramSize = 10 << 20
+
+// execOptions are the inputs of `codeagent exec`.
+type execOptions struct {
+	File      string // path, or "-" for standard input
+	Lang      string
+	Workdir   string
+	Env       map[string]string
+	Limits    sandbox.Limits
+	JSON      bool
+	Backend   string
+	AllowWeak bool
+}
+
+func cmdExec(ctx context.Context, s stdio, args []string) int {
+	fs := newFlagSet("exec", s)
+	fs.Usage = func() {
+		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|-\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	o := execOptions{Env: map[string]string{}, Limits: sandbox.DefaultLimits()}
+	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from the file extension)")
+	fs.DurationVar(&o.Limits.WallTime, "timeout", o.Limits.WallTime, "wall-clock limit")
+	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit (default 256MiB)")
+	fs.Var(sizeFlag{&o.Limits.Disk}, "disk", "limit for the workspace's growth and /tmp (default 100MiB)")
+	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
+	fs.Var(envFlag(o.Env), "env", "set an environment variable K=V in the sandbox (repeatable)")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the result")
+	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	o.File = fs.Arg(0)
+	res, err := runExec(ctx, o, s)
+	return execExit(s, o.JSON, res, err)
+}
+
+// runExec runs one program and returns its result. Live output goes to s
+// unless o.JSON is set.
+func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error) {
+	code, language, err := readProgram(o, s.in)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)})
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	ws, cleanup, err := prepareWorkspace(o.Workdir)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer cleanup()
+
+	progPath := "/code/" + programName(o.File, language)
+	env := map[string]string{}
+	for k, v := range language.Env {
+		env[k] = v
+	}
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	spec := sandbox.Spec{
+		Command:   language.Command(progPath),
+		Workspace: ws,
+		Files:     []sandbox.File{{Path: progPath, Data: code}},
+		Env:       env,
+		Limits:    o.Limits,
+	}
+	if !o.JSON {
+		spec.Stdout, spec.Stderr = s.out, s.err
+	}
+	if o.File != "-" {
+		spec.Stdin = s.in
+	}
+	return sb.Run(ctx, spec)
+}
+
+func readProgram(o execOptions, stdin io.Reader) ([]byte, lang.Language, error) {
+	var language lang.Language
+	var err error
+	switch {
+	case o.Lang != "":
+		language, err = lang.Lookup(o.Lang)
+	case o.File == "-":
+		err = errors.New("reading the program from standard input needs --lang")
+	default:
+		language, err = lang.Detect(o.File)
+	}
+	if err != nil {
+		return nil, language, usageError{err}
+	}
+	var r io.Reader = stdin
+	if o.File != "-" {
+		f, err := os.Open(o.File)
+		if err != nil {
+			return nil, language, usagef("read program: %w", err)
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return nil, language, usagef("read program: %s is a directory", o.File)
+		}
+		r = f
+	}
+	code, err := io.ReadAll(io.LimitReader(r, maxProgramSize+1))
+	if err != nil {
+		return nil, language, usagef("read program: %w", err)
+	}
+	if len(code) > maxProgramSize {
+		return nil, language, usagef("program is larger than %s", sandbox.FormatSize(maxProgramSize))
+	}
+	return code, language, nil
+}
+
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// programName is the program's file name inside the sandbox: the original
+// base name when it is plain, so that tracebacks look familiar.
+func programName(file string, l lang.Language) string {
+	base := filepath.Base(file)
+	if file != "-" && safeName.MatchString(base) {
+		return base
+	}
+	return "main" + l.Ext
+}
+
+// prepareWorkspace returns the workspace directory and a function that
+// removes it when it is temporary.
+func prepareWorkspace(dir string) (string, func(), error) {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "codeagent-ws-")
+		if err != nil {
+			return "", nil, fmt.Errorf("create workspace: %w", err)
+		}
+		return tmp, func() { _ = os.RemoveAll(tmp) }, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, usagef("workspace: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", nil, usagef("workspace: %w", err)
+	}
+	return abs, func() {}, nil
+}
+
+// execExit prints the outcome and returns the exit status.
+func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
+	code := res.ExitStatus()
+	var setup *sandbox.SetupError
+	switch {
+	case err == nil:
+	case errors.As(err, &setup) || errors.Is(err, sandbox.ErrInvalidSpec):
+		res = sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}
+		code = exitSandbox
+	default:
+		return exitCodeFor(s.err, err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(s.out)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res.JSON())
+		if err != nil {
+			fmt.Fprintf(s.err, "codeagent: %v\n", err)
+		}
+		return code
+	}
+	if err != nil {
+		fmt.Fprintf(s.err, "codeagent: %v\n", err)
+		return code
+	}
+	if res.StdoutTruncated || res.StderrTruncated {
+		fmt.Fprintln(s.err, "codeagent: output truncated at the output limit")
+	}
+	if res.Message != "" && res.Status != sandbox.StatusOK && res.Status != sandbox.StatusError {
+		fmt.Fprintf(s.err, "codeagent: %s\n", res.Message)
+	}
+	return code
+}
+

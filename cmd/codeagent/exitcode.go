@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Exit codes: the one place where outcomes become process exit statuses.
+const (
+	exitOK       = 0
+	exitFailure  = 1   // the task or check did not succeed
+	exitUsage    = 2   // bad flags, arguments, files or configuration
+	exitProvider = 3   // the model provider failed after its retries
+	exitTimeout  = 124 // the program ran out of wall-clock time
+	exitSandbox  = 125 // the sandbox could not be set up
+	exitMemory   = 137 // the program was killed for memory
+)
+
+// usageError marks an error caused by the caller's input (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// exitCodeFor maps an error to an exit status and prints it on w.
+func exitCodeFor(w io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(w, "codeagent: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitFailure
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// sizeFlag is a byte size flag such as --memory 256MiB.
+type sizeFlag struct{ n *int64 }
+
+func (f sizeFlag) String() string {
+	if f.n == nil || *f.n == 0 {
+		return ""
+	}
+	return sandbox.FormatSize(*f.n)
+}
+
+func (f sizeFlag) Set(s string) error {
+	v, err := sandbox.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	if v <= 0 {
+		return fmt.Errorf("size must be positive")
+	}
+	*f.n = v
+	return nil
+}
+
+// envFlag collects repeated --env K=V.
+type envFlag map[string]string
+
+func (e envFlag) String() string { return "" }
+
+func (e envFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" || strings.ContainsAny(k, "\x00") || strings.ContainsRune(v, 0) {
+		return fmt.Errorf("want K=V, got %q", s)
+	}
+	e[k] = v
+	return nil
+}

@@ -1,0 +1,35 @@
+// Package backends is the one place where sandbox backends are registered
+// and chosen by name.
+package backends
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/namespace"
+)
+
+// Options configure whichever backend is opened.
+type Options struct {
+	// AllowWeakIsolation accepts rlimits where cgroups are missing.
+	AllowWeakIsolation bool
+	Logger             *slog.Logger
+}
+
+// Names lists the backends that Open accepts, "auto" first.
+func Names() []string { return []string{"auto", "namespace"} }
+
+// Open returns the backend called name; "" and "auto" choose the namespace
+// backend. Errors from a backend that cannot run here are *sandbox.SetupError.
+func Open(name string, opts Options) (sandbox.Sandbox, error) {
+	switch name {
+	case "", "auto", "namespace":
+		b, err := namespace.New(namespace.Config{AllowWeakIsolation: opts.AllowWeakIsolation, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("unknown sandbox backend %q (want one of auto, namespace)", name)
+}

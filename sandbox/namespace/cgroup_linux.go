@@ -1,0 +1,248 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// cgroupManager creates one cgroup per execution, below a "codeagent" group
+// that it owns, for memory and process limits and for accounting.
+type cgroupManager interface {
+	// Version is 1 or 2.
+	Version() int
+	// New creates an empty cgroup with the limits set.
+	New(memory int64, pids int) (runCgroup, error)
+}
+
+// runCgroup is the cgroup of one execution.
+type runCgroup interface {
+	// Add moves process pid into the cgroup.
+	Add(pid int) error
+	// Stats reads accounting; call it before Destroy.
+	Stats() cgroupStats
+	// Kill sends SIGKILL to every process left in the cgroup.
+	Kill()
+	// Destroy kills what is left and removes the cgroup.
+	Destroy() error
+}
+
+type cgroupStats struct {
+	OOMKills   int64
+	PeakMemory int64
+	CPUTime    time.Duration
+}
+
+const cgroupParentName = "codeagent"
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// mountInfo is one cgroup mount of /proc/self/mountinfo.
+type mountInfo struct {
+	root, point, fstype, super string
+}
+
+func cgroupMounts() ([]mountInfo, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []mountInfo
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		// id parent maj:min root point opts [optional...] - fstype source super
+		line := sc.Text()
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") {
+			continue
+		}
+		out = append(out, mountInfo{root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype: g[0], super: g[2]})
+	}
+	return out, sc.Err()
+}
+
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// selfCgroups maps each v1 controller (and "" for v2) to this process's path.
+func selfCgroups() (map[string]string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			out[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			out[c] = parts[2]
+		}
+	}
+	return out, nil
+}
+
+// hostPath turns a cgroup path as /proc/self/cgroup shows it into a path in
+// the mounted hierarchy m.
+func hostPath(m mountInfo, cg string) string {
+	rel := cg
+	if m.root != "/" {
+		rel = strings.TrimPrefix(cg, m.root)
+	}
+	return filepath.Join(m.point, rel)
+}
+
+// detectCgroups returns the best manager this host offers, or an error saying
+// why none is usable. cgroup v2 is used when its memory and pids controllers
+// are available; otherwise v1 with memory, pids and cpuacct hierarchies.
+func detectCgroups() (cgroupManager, error) {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return nil, fmt.Errorf("read mounts: %w", err)
+	}
+	self, err := selfCgroups()
+	if err != nil {
+		return nil, fmt.Errorf("read own cgroup: %w", err)
+	}
+	var v2err error
+	for _, m := range mounts {
+		if m.fstype == "cgroup2" {
+			mgr, err := newCgroupV2(m, self[""])
+			if err == nil {
+				return mgr, nil
+			}
+			v2err = err
+		}
+	}
+	mgr, v1err := newCgroupV1(mounts, self)
+	if v1err == nil {
+		return mgr, nil
+	}
+	if v2err != nil {
+		return nil, fmt.Errorf("cgroup v2: %v; cgroup v1: %v", v2err, v1err)
+	}
+	return nil, v1err
+}
+
+func writeFile(path, value string) error {
+	return os.WriteFile(path, []byte(value), 0o644)
+}
+
+func readInt(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return v
+}
+
+// readKeyed returns the value of key in a "key value" per line file.
+func readKeyed(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// killProcs sends SIGKILL to every pid listed in a cgroup.procs file, a few
+// rounds over, since a process may fork while it is being killed.
+func killProcs(procsFile string) {
+	for round := 0; round < 50; round++ {
+		b, err := os.ReadFile(procsFile)
+		if err != nil || len(bytes.TrimSpace(b)) == 0 {
+			return
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// removeDir removes an empty cgroup directory, waiting briefly for the
+// kernel to release exiting processes.
+func removeDir(dir string) error {
+	var err error
+	for i := 0; i < 200; i++ {
+		err = unix.Rmdir(dir)
+		if err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("remove cgroup %s: %w", dir, err)
+}
+
+// sweepStale removes empty run cgroups left under parent by a crashed
+// process. Only groups older than a minute are touched, so that a group
+// another process has just created is left alone; a group still in use
+// cannot be removed (EBUSY) and stays.
+func sweepStale(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
+			_ = unix.Rmdir(filepath.Join(parent, e.Name()))
+		}
+	}
+}

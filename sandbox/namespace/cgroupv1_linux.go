@@ -1,0 +1,122 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// cgroupV1 manages per-controller hierarchies: memory, pids and cpuacct.
+type cgroupV1 struct {
+	parents map[string]string // controller -> .../codeagent directory
+}
+
+var v1Controllers = []string{"memory", "pids", "cpuacct"}
+
+func newCgroupV1(mounts []mountInfo, self map[string]string) (*cgroupV1, error) {
+	c := &cgroupV1{parents: map[string]string{}}
+	for _, ctrl := range v1Controllers {
+		var found bool
+		for _, m := range mounts {
+			if m.fstype != "cgroup" || !slices.Contains(strings.Split(m.super, ","), ctrl) {
+				continue
+			}
+			found = true
+			own, ok := self[ctrl]
+			if !ok {
+				own = "/"
+			}
+			parent := filepath.Join(hostPath(m, own), cgroupParentName)
+			if err := os.MkdirAll(parent, 0o755); err != nil {
+				return nil, fmt.Errorf("%s controller: %w", ctrl, err)
+			}
+			sweepStale(parent)
+			c.parents[ctrl] = parent
+			break
+		}
+		if !found {
+			return nil, fmt.Errorf("no %s controller mounted", ctrl)
+		}
+	}
+	return c, nil
+}
+
+func (c *cgroupV1) Version() int { return 1 }
+
+func (c *cgroupV1) New(memory int64, pids int) (runCgroup, error) {
+	id := randomID()
+	r := &v1Run{dirs: map[string]string{}}
+	for ctrl, parent := range c.parents {
+		dir := filepath.Join(parent, id)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			_ = r.Destroy()
+			return nil, fmt.Errorf("create %s cgroup: %w", ctrl, err)
+		}
+		r.dirs[ctrl] = dir
+	}
+	mem := r.dirs["memory"]
+	limit := strconv.FormatInt(memory, 10)
+	if err := writeFile(filepath.Join(mem, "memory.limit_in_bytes"), limit); err != nil {
+		_ = r.Destroy()
+		return nil, fmt.Errorf("set memory limit: %w", err)
+	}
+	// Without swap accounting the file is absent and there is no swap to cap.
+	if _, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); err == nil {
+		if err := writeFile(filepath.Join(mem, "memory.memsw.limit_in_bytes"), limit); err != nil {
+			_ = r.Destroy()
+			return nil, fmt.Errorf("set memory+swap limit: %w", err)
+		}
+	}
+	_ = writeFile(filepath.Join(mem, "memory.swappiness"), "0")
+	if err := writeFile(filepath.Join(r.dirs["pids"], "pids.max"), strconv.Itoa(pids)); err != nil {
+		_ = r.Destroy()
+		return nil, fmt.Errorf("set process limit: %w", err)
+	}
+	return r, nil
+}
+
+type v1Run struct {
+	dirs map[string]string
+}
+
+func (r *v1Run) Add(pid int) error {
+	p := strconv.Itoa(pid)
+	for ctrl, dir := range r.dirs {
+		if err := writeFile(filepath.Join(dir, "cgroup.procs"), p); err != nil {
+			return fmt.Errorf("join %s cgroup: %w", ctrl, err)
+		}
+	}
+	return nil
+}
+
+func (r *v1Run) Stats() cgroupStats {
+	mem := r.dirs["memory"]
+	return cgroupStats{
+		OOMKills:   readKeyed(filepath.Join(mem, "memory.oom_control"), "oom_kill"),
+		PeakMemory: readInt(filepath.Join(mem, "memory.max_usage_in_bytes")),
+		CPUTime:    time.Duration(readInt(filepath.Join(r.dirs["cpuacct"], "cpuacct.usage"))),
+	}
+}
+
+func (r *v1Run) Kill() {
+	if dir, ok := r.dirs["pids"]; ok {
+		killProcs(filepath.Join(dir, "cgroup.procs"))
+	}
+}
+
+func (r *v1Run) Destroy() error {
+	r.Kill()
+	var first error
+	for _, dir := range r.dirs {
+		if err := removeDir(dir); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,101 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// cgroupV2 manages the unified hierarchy. Because a v2 cgroup with enabled
+// controllers may not hold processes, the "codeagent" group is made beside
+// this process's own cgroup (or below the root when this process is in it),
+// never below it.
+type cgroupV2 struct {
+	parent string
+}
+
+func newCgroupV2(m mountInfo, own string) (*cgroupV2, error) {
+	ownDir := hostPath(m, own)
+	base := filepath.Dir(ownDir)
+	if own == "/" || ownDir == m.point {
+		base = m.point
+	}
+	ctrls, err := os.ReadFile(filepath.Join(base, "cgroup.subtree_control"))
+	if err != nil {
+		return nil, fmt.Errorf("read controllers: %w", err)
+	}
+	have := strings.Fields(string(ctrls))
+	for _, need := range []string{"memory", "pids"} {
+		if !slices.Contains(have, need) {
+			return nil, fmt.Errorf("controller %s is not enabled in %s", need, base)
+		}
+	}
+	parent := filepath.Join(base, cgroupParentName)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", parent, err)
+	}
+	want := "+memory +pids"
+	if slices.Contains(have, "cpu") {
+		want += " +cpu"
+	}
+	if err := writeFile(filepath.Join(parent, "cgroup.subtree_control"), want); err != nil {
+		return nil, fmt.Errorf("enable controllers in %s: %w", parent, err)
+	}
+	sweepStale(parent)
+	return &cgroupV2{parent: parent}, nil
+}
+
+func (c *cgroupV2) Version() int { return 2 }
+
+func (c *cgroupV2) New(memory int64, pids int) (runCgroup, error) {
+	dir := filepath.Join(c.parent, randomID())
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create cgroup: %w", err)
+	}
+	r := &v2Run{dir: dir}
+	for file, value := range map[string]string{
+		"memory.max":      strconv.FormatInt(memory, 10),
+		"memory.swap.max": "0",
+		"pids.max":        strconv.Itoa(pids),
+	} {
+		if err := writeFile(filepath.Join(dir, file), value); err != nil && file != "memory.swap.max" {
+			_ = r.Destroy()
+			return nil, fmt.Errorf("set %s: %w", file, err)
+		}
+	}
+	return r, nil
+}
+
+type v2Run struct{ dir string }
+
+func (r *v2Run) Add(pid int) error {
+	if err := writeFile(filepath.Join(r.dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+		return fmt.Errorf("join cgroup: %w", err)
+	}
+	return nil
+}
+
+func (r *v2Run) Stats() cgroupStats {
+	return cgroupStats{
+		OOMKills:   readKeyed(filepath.Join(r.dir, "memory.events"), "oom_kill"),
+		PeakMemory: readInt(filepath.Join(r.dir, "memory.peak")),
+		CPUTime:    time.Duration(readKeyed(filepath.Join(r.dir, "cpu.stat"), "usage_usec")) * time.Microsecond,
+	}
+}
+
+func (r *v2Run) Kill() {
+	if err := writeFile(filepath.Join(r.dir, "cgroup.kill"), "1"); err != nil {
+		killProcs(filepath.Join(r.dir, "cgroup.procs"))
+	}
+}
+
+func (r *v2Run) Destroy() error {
+	r.Kill()
+	return removeDir(r.dir)
+}

@@ -1,0 +1,41 @@
+// Package namespace is codeagent's Linux sandbox backend. Each execution gets
+// fresh user, PID, mount, network, IPC, UTS and cgroup namespaces, a minimal
+// read-only root, a seccomp filter, no capabilities, and memory and process
+// limits from a cgroup of its own.
+//
+// The namespaces and mounts are set up by bubblewrap (bwrap), a small,
+// widely audited setuid-free helper from the distribution; this package adds
+// the seccomp filter, cgroups, rlimits, output capture, the workspace disk
+// watcher and the verdict. docs/ARCHITECTURE.md explains the choice.
+package namespace
+
+import "log/slog"
+
+// Config configures the backend.
+type Config struct {
+	// Bwrap is the path of the bubblewrap binary; empty means "bwrap" from PATH.
+	Bwrap string
+	// AllowWeakIsolation lets the backend run where a mechanism is missing
+	// (no cgroup for memory and process limits while running as root), with
+	// rlimits as the only fallback. Off by default: the backend fails closed.
+	AllowWeakIsolation bool
+	// Logger receives debug and warning messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Report is what Probe found out about the host.
+type Report struct {
+	Bwrap          string   // path of bubblewrap, or "" when missing
+	BwrapVersion   string   // e.g. "bubblewrap 0.8.0"
+	UserNamespaces bool     // a sandbox could be created
+	CgroupVersion  int      // 1 or 2, 0 when no usable cgroup
+	CgroupDetail   string   // why cgroups are not usable, when they are not
+	Seccomp        bool     // the kernel supports seccomp filters
+	LandlockABI    int      // Landlock ABI version, 0 when unavailable
+	Root           bool     // running as root
+	MemoryLimit    string   // how memory is limited: "cgroup v1", "cgroup v2", "RLIMIT_AS"
+	ProcessLimit   string   // how processes are limited: "cgroup v1", "cgroup v2", "RLIMIT_NPROC"
+	Usable         bool     // the backend can run with this Config
+	Problems       []string // what prevents running, with what to do
+	Warnings       []string // weaker mechanisms in use
+}

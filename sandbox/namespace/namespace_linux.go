@@ -1,0 +1,316 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// Backend runs programs in Linux namespaces through bubblewrap.
+type Backend struct {
+	cfg     Config
+	log     *slog.Logger
+	bwrap   string
+	layout  []string
+	seccomp []byte
+	cgroups cgroupManager // nil: rlimits only
+}
+
+var _ sandbox.Sandbox = (*Backend)(nil)
+
+// New checks the host and returns a ready backend, or a *sandbox.SetupError
+// that says what is missing. It starts one trivial sandbox to prove that
+// namespaces work here.
+func New(cfg Config) (*Backend, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rep := Probe(cfg)
+	if !rep.Usable {
+		return nil, &sandbox.SetupError{Reason: strings.Join(rep.Problems, "; ")}
+	}
+	for _, w := range rep.Warnings {
+		log.Warn("weaker isolation", "detail", w)
+	}
+	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, layout: hostLayout(), seccomp: seccompProgram()}
+	if rep.CgroupVersion > 0 {
+		mgr, err := detectCgroups()
+		if err != nil {
+			return nil, &sandbox.SetupError{Reason: "cgroups", Err: err}
+		}
+		b.cgroups = mgr
+	}
+	return b, nil
+}
+
+// Run implements sandbox.Sandbox.
+func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if err := validate(spec); err != nil {
+		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
+	}
+	lim := spec.Limits.WithDefaults()
+	r := &run{b: b, spec: spec, lim: lim}
+	res, err := r.execute(ctx)
+	if err != nil {
+		res.Status = sandbox.StatusSandboxError
+		res.Message = err.Error()
+	}
+	return res, err
+}
+
+func validate(spec sandbox.Spec) error {
+	if len(spec.Command) == 0 || spec.Command[0] == "" {
+		return fmt.Errorf("%w: empty command", sandbox.ErrInvalidSpec)
+	}
+	if spec.Workspace == "" {
+		return fmt.Errorf("%w: no workspace", sandbox.ErrInvalidSpec)
+	}
+	fi, err := os.Stat(spec.Workspace)
+	if err != nil {
+		return fmt.Errorf("%w: workspace: %v", sandbox.ErrInvalidSpec, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: workspace %s is not a directory", sandbox.ErrInvalidSpec, spec.Workspace)
+	}
+	for _, f := range spec.Files {
+		p := path.Clean(f.Path)
+		if !path.IsAbs(f.Path) || p != f.Path || p == "/" {
+			return fmt.Errorf("%w: file path %q must be absolute and clean", sandbox.ErrInvalidSpec, f.Path)
+		}
+		for _, reserved := range []string{sandbox.WorkspacePath, "/proc", "/dev", "/tmp", "/usr", "/etc"} {
+			if p == reserved || strings.HasPrefix(p, reserved+"/") {
+				return fmt.Errorf("%w: file path %q is inside %s", sandbox.ErrInvalidSpec, f.Path, reserved)
+			}
+		}
+	}
+	for k := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("%w: bad environment variable name %q", sandbox.ErrInvalidSpec, k)
+		}
+	}
+	return nil
+}
+
+// run is the state of one execution.
+type run struct {
+	b    *Backend
+	spec sandbox.Spec
+	lim  sandbox.Limits
+
+	mu     sync.Mutex
+	reason killReason
+}
+
+type killReason int
+
+const (
+	notKilled killReason = iota
+	killedTimeout
+	killedDisk
+	killedCancel
+)
+
+func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
+	var res sandbox.Result
+	files := append(append([]sandbox.File(nil), staticFiles...), r.spec.Files...)
+
+	var cg runCgroup
+	if r.b.cgroups != nil {
+		var err error
+		if cg, err = r.b.cgroups.New(r.lim.Memory, r.lim.Processes); err != nil {
+			return res, &sandbox.SetupError{Reason: "create cgroup", Err: err}
+		}
+		defer func() {
+			if err := cg.Destroy(); err != nil {
+				r.b.log.Warn("cgroup cleanup", "err", err)
+			}
+		}()
+	}
+
+	p, err := newPipes(r.spec.Workspace, len(files))
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "create pipes", Err: err}
+	}
+	defer p.closeAll()
+
+	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
+	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
+	cmd := exec.Command(r.b.bwrap, bwrapArgs(r.b.layout, r.spec, r.lim, files)...)
+	cmd.Env = environ(r.spec.Env)
+	cmd.Stdin = r.spec.Stdin
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = p.childFiles()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 2 * time.Second // output pipes held by nothing but the dead
+
+	ws, err := newDiskWatch(r.spec.Workspace, r.lim.Disk)
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
+	}
+
+	markCloseOnExec()
+	if err := cmd.Start(); err != nil {
+		return res, &sandbox.SetupError{Reason: "start bubblewrap", Err: err}
+	}
+	p.closeChildEnds()
+	go p.feed(r.b.seccomp, files)
+
+	childPid, err := readChildPid(p.infoR)
+	if err == nil {
+		err = r.confine(childPid, cg)
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		msg := strings.TrimSpace(string(stderr.Bytes()))
+		if msg == "" {
+			msg = err.Error()
+		}
+		return res, &sandbox.SetupError{Reason: "bubblewrap failed", Err: errors.New(msg)}
+	}
+
+	start := time.Now()
+	if _, err := p.blockW.Write([]byte{0}); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return res, &sandbox.SetupError{Reason: "release sandbox", Err: err}
+	}
+	_ = p.blockW.Close()
+
+	kill := func(why killReason) {
+		r.mu.Lock()
+		if r.reason == notKilled {
+			r.reason = why
+		}
+		r.mu.Unlock()
+		_ = cmd.Process.Kill()
+		if cg != nil {
+			cg.Kill()
+		}
+	}
+	timer := time.AfterFunc(r.lim.WallTime, func() { kill(killedTimeout) })
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				kill(killedTimeout)
+			} else {
+				kill(killedCancel)
+			}
+		case <-done:
+		}
+	}()
+	go ws.watch(done, func() { kill(killedDisk) })
+
+	waitErr := cmd.Wait()
+	close(done)
+	timer.Stop()
+	res.WallTime = time.Since(start)
+
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.StdoutTruncated, res.StderrTruncated = stdout.Truncated(), stderr.Truncated()
+	var stats cgroupStats
+	if cg != nil {
+		stats = cg.Stats()
+	}
+	if stats.CPUTime == 0 && cmd.ProcessState != nil {
+		stats.CPUTime = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	if stats.PeakMemory == 0 && cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			stats.PeakMemory = ru.Maxrss * 1024
+		}
+	}
+	res.CPUTime, res.PeakMemory = stats.CPUTime, stats.PeakMemory
+	r.verdict(&res, cmd.ProcessState, waitErr, stats)
+	return res, nil
+}
+
+// confine puts the sandbox's first process, still blocked before it execs
+// the program, into its cgroup and under its rlimits; everything it starts
+// inherits both.
+func (r *run) confine(pid int, cg runCgroup) error {
+	if cg != nil {
+		if err := cg.Add(pid); err != nil {
+			return err
+		}
+	}
+	return setRlimits(pid, r.lim, cg == nil)
+}
+
+// verdict fills in the status from how the sandbox ended.
+func (r *run) verdict(res *sandbox.Result, ps *os.ProcessState, waitErr error, stats cgroupStats) {
+	r.mu.Lock()
+	reason := r.reason
+	r.mu.Unlock()
+	code := -1
+	if ps != nil {
+		code = ps.ExitCode()
+	}
+	res.ExitCode = code
+	switch {
+	case reason == killedTimeout:
+		res.Status, res.Signal = sandbox.StatusTimeout, int(syscall.SIGKILL)
+		res.Message = fmt.Sprintf("killed after the wall-clock limit of %s", r.lim.WallTime)
+	case reason == killedDisk:
+		res.Status, res.Signal = sandbox.StatusSignaled, int(syscall.SIGXFSZ)
+		res.Message = fmt.Sprintf("killed: the workspace grew past the disk limit of %s", sandbox.FormatSize(r.lim.Disk))
+	case reason == killedCancel:
+		res.Status, res.Signal = sandbox.StatusSignaled, int(syscall.SIGKILL)
+		res.Message = "killed: the run was cancelled"
+	case stats.OOMKills > 0:
+		res.Status, res.Signal = sandbox.StatusMemoryLimit, int(syscall.SIGKILL)
+		res.Message = fmt.Sprintf("killed: the memory limit of %s was exceeded", sandbox.FormatSize(r.lim.Memory))
+	case code == 0:
+		res.Status = sandbox.StatusOK
+	case code > 128 && code <= 128+64:
+		// bwrap's init reports a program killed by signal N as 128+N.
+		res.Signal = code - 128
+		res.Status = sandbox.StatusSignaled
+		res.Message = "ended by " + sandbox.SignalName(res.Signal)
+		if res.Signal == int(syscall.SIGXCPU) {
+			res.Status = sandbox.StatusTimeout
+			res.Message = fmt.Sprintf("killed after the CPU-time limit of %s", r.lim.CPUTime)
+		}
+	case code < 0:
+		res.Status = sandbox.StatusSignaled
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = int(ws.Signal())
+		}
+		res.Message = fmt.Sprintf("sandbox ended abnormally: %v", waitErr)
+	default:
+		res.Status = sandbox.StatusError
+		if bytes.HasPrefix(res.Stderr, []byte("bwrap: execvp ")) {
+			res.ExitCode = 127 // the shell's "command not found"
+		}
+	}
+}
+
+// readChildPid reads bwrap's --info-fd report. EOF before it means bwrap
+// failed to set the sandbox up.
+func readChildPid(r io.Reader) (int, error) {
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r, 4096)).Decode(&info); err != nil || info.ChildPid <= 0 {
+		return 0, errors.New("bubblewrap exited during setup")
+	}
+	return info.ChildPid, nil
+}

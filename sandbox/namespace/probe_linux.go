@@ -1,0 +1,99 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Probe finds out which isolation mechanisms this host offers and whether
+// the backend can run with cfg. It starts one trivial bubblewrap sandbox.
+func Probe(cfg Config) Report {
+	var r Report
+	r.Root = os.Geteuid() == 0
+	r.Bwrap = cfg.Bwrap
+	if r.Bwrap == "" {
+		r.Bwrap, _ = exec.LookPath("bwrap")
+	}
+	if r.Bwrap == "" {
+		r.Problems = append(r.Problems, "bubblewrap is not installed: install it with 'apt-get install bubblewrap'")
+	} else {
+		if out, err := exec.Command(r.Bwrap, "--version").Output(); err == nil {
+			r.BwrapVersion = strings.TrimSpace(string(out))
+		}
+		if err := tryNamespaces(r.Bwrap); err != nil {
+			r.Problems = append(r.Problems, "cannot create namespaces: "+err.Error()+userNSHint())
+		} else {
+			r.UserNamespaces = true
+		}
+	}
+
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err == nil {
+		r.Seccomp = true
+	} else {
+		r.Problems = append(r.Problems, "the kernel has no seccomp support (CONFIG_SECCOMP_FILTER)")
+	}
+	if v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION); errno == 0 {
+		r.LandlockABI = int(v)
+	}
+
+	if mgr, err := detectCgroups(); err == nil {
+		r.CgroupVersion = mgr.Version()
+		r.MemoryLimit = fmt.Sprintf("cgroup v%d", mgr.Version())
+		r.ProcessLimit = r.MemoryLimit
+	} else {
+		r.CgroupDetail = err.Error()
+		r.MemoryLimit, r.ProcessLimit = "RLIMIT_AS", "RLIMIT_NPROC"
+		switch {
+		case r.Root && !cfg.AllowWeakIsolation:
+			r.Problems = append(r.Problems, "no usable cgroup for memory and process limits ("+err.Error()+
+				"), and RLIMIT_NPROC does not apply to root: mount cgroups with the memory and pids controllers, or accept weaker isolation with --allow-weak-isolation")
+		default:
+			r.Warnings = append(r.Warnings, "no usable cgroup ("+err.Error()+"): memory is limited by RLIMIT_AS and processes by RLIMIT_NPROC, which counts all of this user's processes")
+		}
+	}
+	r.Usable = len(r.Problems) == 0
+	return r
+}
+
+// tryNamespaces starts a minimal sandbox with every namespace the backend uses.
+func tryNamespaces(bwrap string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bwrap,
+		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+		"--unshare-cgroup-try", "--uid", "1000", "--gid", "1000", "--die-with-parent",
+		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+		"--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "--", "/usr/bin/true")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("%s", msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// userNSHint suggests the sysctl that usually blocks user namespaces.
+func userNSHint() string {
+	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return " (enable them with 'sysctl kernel.unprivileged_userns_clone=1')"
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
+		return " (AppArmor restricts unprivileged user namespaces: allow bwrap with an AppArmor profile or 'sysctl kernel.apparmor_restrict_unprivileged_userns=0')"
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return " (enable them with 'sysctl user.max_user_namespaces=15000')"
+	}
+	return ""
+}

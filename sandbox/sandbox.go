@@ -1,0 +1,124 @@
+// Package sandbox defines how codeagent runs untrusted programs: the Sandbox
+// interface that every backend implements, the Spec of one execution, its
+// Limits, and the Result with a typed Status verdict.
+//
+// A Sandbox is the security boundary of codeagent. Static checks only help
+// the model; whatever a program does, a backend must keep it inside its
+// workspace, off the network, and within its limits.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// WorkspacePath is where the workspace appears inside the sandbox; it is the
+// program's working directory.
+const WorkspacePath = "/workspace"
+
+// Sandbox runs programs in isolation.
+//
+// Run executes spec in a fresh sandbox and returns only once every process it
+// started is gone, whatever the outcome. The program's verdict (success, exit
+// code, timeout, memory limit, signal) is in Result.Status; an error means the
+// sandbox could not run the program at all (bad spec, isolation unavailable,
+// setup failure) and is then a *SetupError or wraps ErrInvalidSpec. When ctx
+// is cancelled the program is killed and Run returns promptly with
+// StatusSignaled or StatusTimeout and ctx's error is not returned.
+//
+// Implementations are safe for concurrent use.
+type Sandbox interface {
+	Run(ctx context.Context, spec Spec) (Result, error)
+}
+
+// Spec describes one execution.
+type Spec struct {
+	// Command is the argv run inside the sandbox; Command[0] is looked up in
+	// the sandbox's PATH.
+	Command []string
+	// Workspace is the host directory mounted read-write at WorkspacePath.
+	// It must exist.
+	Workspace string
+	// Files are placed read-only inside the sandbox, typically the program.
+	Files []File
+	// Env holds variables added to the sandbox's clean environment, which
+	// otherwise has only PATH, HOME, LANG and TMPDIR.
+	Env map[string]string
+	// Stdin is the program's standard input; nil means empty.
+	Stdin io.Reader
+	// Stdout and Stderr, when set, receive the program's output live, within
+	// the same cap as the Result's copy.
+	Stdout, Stderr io.Writer
+	// Limits bound the execution; zero fields take DefaultLimits' values.
+	Limits Limits
+}
+
+// File is a read-only file placed inside the sandbox.
+type File struct {
+	// Path is absolute inside the sandbox, outside the workspace, e.g.
+	// /code/main.py.
+	Path string
+	Data []byte
+}
+
+// ErrInvalidSpec is wrapped by errors about a Spec that cannot be run.
+var ErrInvalidSpec = errors.New("invalid sandbox spec")
+
+// SetupError reports that the sandbox could not be set up; Reason is meant
+// for people ("user namespaces are disabled: ...").
+type SetupError struct {
+	Reason string
+	Err    error
+}
+
+func (e *SetupError) Error() string {
+	if e.Err != nil {
+		return "sandbox setup: " + e.Reason + ": " + e.Err.Error()
+	}
+	return "sandbox setup: " + e.Reason
+}
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// Result is what became of one execution.
+type Result struct {
+	Status   Status
+	ExitCode int
+	// Signal is the number of the signal that ended the program, or 0.
+	Signal int
+	// Message explains a verdict other than ok or error in one sentence.
+	Message         string
+	Stdout, Stderr  []byte
+	StdoutTruncated bool
+	StderrTruncated bool
+	WallTime        time.Duration
+	CPUTime         time.Duration
+	PeakMemory      int64
+}
+
+// ExitStatus is the process exit status a command-line front end should
+// return for this result: the program's own code, 124 on timeout, 137 when
+// killed for memory, 128+N for signal N.
+func (r Result) ExitStatus() int {
+	switch r.Status {
+	case StatusOK:
+		return 0
+	case StatusTimeout:
+		return 124
+	case StatusMemoryLimit:
+		return 137
+	case StatusSandboxError:
+		return 125
+	case StatusSignaled:
+		if r.Signal > 0 {
+			return 128 + r.Signal
+		}
+		return 128 + 9
+	}
+	if r.ExitCode == 0 {
+		return 1
+	}
+	return r.ExitCode
+}

@@ -1,0 +1,135 @@
+// Package sandboxtest is the conformance suite that every sandbox backend
+// must pass: benign programs behave as on a normal host, and attacks, run
+// for real inside the sandbox, are contained, with the host checked
+// afterwards. Every attack bounds itself by a limit or a deadline, so that a
+// broken sandbox fails a test instead of harming the machine.
+package sandboxtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// Run runs the whole suite against sb.
+func Run(t *testing.T, sb sandbox.Sandbox) {
+	t.Run("Benign", func(t *testing.T) { RunBenign(t, sb) })
+	t.Run("Security", func(t *testing.T) { RunSecurity(t, sb) })
+}
+
+// program is one execution of the suite.
+type program struct {
+	lang   string
+	code   string
+	limits sandbox.Limits
+	ws     string // workspace; a fresh temporary directory when empty
+	env    map[string]string
+	stdin  string
+	mark   string // names the program file, so that its processes can be found on the host
+}
+
+// exec runs p and fails the test on a setup error. It also checks the
+// promise every attack relies on: the call returns within its wall-clock
+// limit plus one second.
+func execute(t *testing.T, sb sandbox.Sandbox, p program) sandbox.Result {
+	t.Helper()
+	l, err := lang.Lookup(p.lang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ws == "" {
+		p.ws = t.TempDir()
+	}
+	env := map[string]string{}
+	for k, v := range l.Env {
+		env[k] = v
+	}
+	for k, v := range p.env {
+		env[k] = v
+	}
+	name := "main"
+	if p.mark != "" {
+		name = p.mark
+	}
+	path := "/code/" + name + l.Ext
+	spec := sandbox.Spec{
+		Command:   l.Command(path),
+		Workspace: p.ws,
+		Files:     []sandbox.File{{Path: path, Data: []byte(p.code)}},
+		Env:       env,
+		Limits:    p.limits,
+	}
+	if p.stdin != "" {
+		spec.Stdin = strings.NewReader(p.stdin)
+	}
+	lim := p.limits.WithDefaults()
+	ctx, cancel := context.WithTimeout(context.Background(), lim.WallTime+30*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := sb.Run(ctx, spec)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("sandbox error: %v", err)
+	}
+	if elapsed > lim.WallTime+time.Second {
+		t.Errorf("Run took %v, more than its limit %v plus 1s", elapsed, lim.WallTime)
+	}
+	return res
+}
+
+// marker returns a unique string to find a test's processes and files by.
+func marker() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "cgmark" + hex.EncodeToString(b[:])
+}
+
+// hostProcessesWith lists host processes whose command line contains s.
+func hostProcessesWith(s string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var procs []string
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(cmd), s) {
+			procs = append(procs, e.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return procs
+}
+
+// assertNoProcesses fails if any host process still carries mark, allowing
+// the kernel a moment to finish reaping.
+func assertNoProcesses(t *testing.T, mark string) {
+	t.Helper()
+	var left []string
+	for i := 0; i < 50; i++ {
+		if left = hostProcessesWith(mark); len(left) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("processes outlived the sandbox: %v", left)
+}
+
+func wantStatus(t *testing.T, res sandbox.Result, want sandbox.Status) {
+	t.Helper()
+	if res.Status != want {
+		t.Fatalf("status = %s (exit %d, %s), want %s\nstdout: %.2000s\nstderr: %.2000s",
+			res.Status, res.ExitCode, res.Message, want, res.Stdout, res.Stderr)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
