@@ -32,6 +32,8 @@ type cgroupManager interface {
 type runCgroup interface {
 	// Add moves process pid into the cgroup.
 	Add(pid int) error
+	// Contains reports whether process pid is in the cgroup.
+	Contains(pid int) bool
 	// Stats reads accounting; call it before Destroy.
 	Stats() cgroupStats
 	// Kill sends SIGKILL to every process left in the cgroup.
@@ -47,6 +49,11 @@ type cgroupStats struct {
 }
 
 const cgroupParentName = "codeagent"
+
+// isRunPath reports whether a path from /proc/PID/cgroup is run cgroup id.
+func isRunPath(path, id string) bool {
+	return strings.HasSuffix(path, "/"+cgroupParentName+"/"+id)
+}
 
 func randomID() string {
 	var b [8]byte
@@ -101,8 +108,12 @@ func unescapeMount(s string) string {
 }
 
 // selfCgroups maps each v1 controller (and "" for v2) to this process's path.
-func selfCgroups() (map[string]string, error) {
-	data, err := os.ReadFile("/proc/self/cgroup")
+func selfCgroups() (map[string]string, error) { return procCgroups("self") }
+
+// procCgroups maps each v1 controller (and "" for v2) to the cgroup path of
+// process pid ("self" for this one).
+func procCgroups(pid string) (map[string]string, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/cgroup")
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (c *cgroupV1) Version() int { return 1 }
 
 func (c *cgroupV1) New(memory int64, pids int) (runCgroup, error) {
 	id := randomID()
-	r := &v1Run{dirs: map[string]string{}}
+	r := &v1Run{id: id, dirs: map[string]string{}}
 	for ctrl, parent := range c.parents {
 		dir := filepath.Join(parent, id)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -82,17 +82,45 @@ func (c *cgroupV1) New(memory int64, pids int) (runCgroup, error) {
 }
 
 type v1Run struct {
+	id   string
 	dirs map[string]string
 }
 
+// Add writes pid to every hierarchy at once: each move waits for an RCU
+// grace period in the kernel, so moves made one after another would add up
+// to milliseconds.
 func (r *v1Run) Add(pid int) error {
 	p := strconv.Itoa(pid)
+	errs := make(chan error, len(r.dirs))
 	for ctrl, dir := range r.dirs {
-		if err := writeFile(filepath.Join(dir, "cgroup.procs"), p); err != nil {
-			return fmt.Errorf("join %s cgroup: %w", ctrl, err)
+		go func() {
+			if err := writeFile(filepath.Join(dir, "cgroup.procs"), p); err != nil {
+				errs <- fmt.Errorf("join %s cgroup: %w", ctrl, err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range r.dirs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
+}
+
+func (r *v1Run) Contains(pid int) bool {
+	cgs, err := procCgroups(strconv.Itoa(pid))
+	if err != nil {
+		return false
+	}
+	for ctrl := range r.dirs {
+		if !isRunPath(cgs[ctrl], r.id) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *v1Run) Stats() cgroupStats {

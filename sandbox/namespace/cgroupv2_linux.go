@@ -54,11 +54,12 @@ func newCgroupV2(m mountInfo, own string) (*cgroupV2, error) {
 func (c *cgroupV2) Version() int { return 2 }
 
 func (c *cgroupV2) New(memory int64, pids int) (runCgroup, error) {
-	dir := filepath.Join(c.parent, randomID())
+	id := randomID()
+	dir := filepath.Join(c.parent, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create cgroup: %w", err)
 	}
-	r := &v2Run{dir: dir}
+	r := &v2Run{id: id, dir: dir}
 	for file, value := range map[string]string{
 		"memory.max":      strconv.FormatInt(memory, 10),
 		"memory.swap.max": "0",
@@ -72,7 +73,12 @@ func (c *cgroupV2) New(memory int64, pids int) (runCgroup, error) {
 	return r, nil
 }
 
-type v2Run struct{ dir string }
+type v2Run struct{ id, dir string }
+
+func (r *v2Run) Contains(pid int) bool {
+	cgs, err := procCgroups(strconv.Itoa(pid))
+	return err == nil && isRunPath(cgs[""], r.id)
+}
 
 func (r *v2Run) Add(pid int) error {
 	if err := writeFile(filepath.Join(r.dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {

@@ -170,8 +170,19 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	p.closeChildEnds()
 	go p.feed(r.b.seccomp, files)
+	// Moving bwrap into the cgroup while it sets up hides the cost of the
+	// move; the sandbox it forks is then born inside.
+	early := make(chan error, 1)
+	if cg != nil {
+		go func() { early <- cg.Add(cmd.Process.Pid) }()
+	} else {
+		early <- nil
+	}
 
 	childPid, err := readChildPid(p.infoR)
+	if earlyErr := <-early; err == nil {
+		err = earlyErr
+	}
 	if err == nil {
 		err = r.confine(childPid, cg)
 	}
@@ -243,13 +254,17 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	return res, nil
 }
 
-// confine puts the sandbox's first process, still blocked before it execs
-// the program, into its cgroup and under its rlimits; everything it starts
+// confine makes sure that the sandbox's first process, still blocked before
+// it execs the program, is in its cgroup (it usually is, born of bwrap after
+// bwrap's own move) and puts it under its rlimits; everything it starts
 // inherits both.
 func (r *run) confine(pid int, cg runCgroup) error {
-	if cg != nil {
+	if cg != nil && !cg.Contains(pid) {
 		if err := cg.Add(pid); err != nil {
 			return err
+		}
+		if !cg.Contains(pid) {
+			return errors.New("the sandbox did not join its cgroup")
 		}
 	}
 	return setRlimits(pid, r.lim, cg == nil)

@@ -1,0 +1,107 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// The benchmarks compare the sandbox with the bare process in the same run,
+// interleaved, so that machine noise hits both alike. Run them with
+//
+//	go test ./sandbox/namespace -run XXX -bench . -benchtime 200x
+//
+// and see docs/BENCHMARKS.md.
+
+var pythonPass = []string{"python3", "-c", "pass"}
+
+func runBare(b *testing.B) {
+	if err := exec.Command("/usr/bin/python3", "-c", "pass").Run(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func runSandboxed(b *testing.B, sb *Backend, ws string) {
+	res, err := sb.Run(context.Background(), sandbox.Spec{Command: pythonPass, Workspace: ws})
+	if err != nil || res.Status != sandbox.StatusOK {
+		b.Fatalf("sandbox: %v %s %s", err, res.Status, res.Stderr)
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// BenchmarkOverhead reports the median time of `python3 -c pass` bare and in
+// a fresh sandbox, and the difference.
+func BenchmarkOverhead(b *testing.B) { benchOverhead(b, newTestBackend(b)) }
+
+// BenchmarkOverheadWithoutCgroup is the same with rlimits only, to show what
+// the cgroup costs on this host.
+func BenchmarkOverheadWithoutCgroup(b *testing.B) {
+	sb := newTestBackend(b)
+	sb.cgroups = nil
+	benchOverhead(b, sb)
+}
+
+func benchOverhead(b *testing.B, sb *Backend) {
+	ws := b.TempDir()
+	var bare, boxed []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		runBare(b)
+		t1 := time.Now()
+		runSandboxed(b, sb, ws)
+		bare = append(bare, t1.Sub(t0))
+		boxed = append(boxed, time.Since(t1))
+	}
+	mb, ms := median(bare), median(boxed)
+	b.ReportMetric(float64(mb.Microseconds())/1000, "bare-median-ms")
+	b.ReportMetric(float64(ms.Microseconds())/1000, "sandbox-median-ms")
+	b.ReportMetric(float64((ms-mb).Microseconds())/1000, "overhead-ms")
+}
+
+// BenchmarkThroughput2 reports executions per second with two in parallel,
+// bare and sandboxed, in alternating rounds, and their ratio.
+func BenchmarkThroughput2(b *testing.B) {
+	sb := newTestBackend(b)
+	ws := [2]string{b.TempDir(), b.TempDir()}
+	round := func(n int, fn func(worker int)) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < n; i += 2 {
+					fn(w)
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	const perRound = 20
+	var bareT, boxT time.Duration
+	var count int
+	b.ResetTimer()
+	for count < b.N {
+		bareT += round(perRound, func(int) { runBare(b) })
+		boxT += round(perRound, func(w int) { runSandboxed(b, sb, ws[w]) })
+		count += perRound
+	}
+	bareRate := float64(count) / bareT.Seconds()
+	boxRate := float64(count) / boxT.Seconds()
+	b.ReportMetric(bareRate, "bare-exec/s")
+	b.ReportMetric(boxRate, "sandbox-exec/s")
+	b.ReportMetric(boxRate/bareRate, "ratio")
+}
