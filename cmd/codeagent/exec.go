@@ -66,6 +66,9 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		return sandbox.Result{}, err
 	}
 	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)})
+	if errors.Is(err, backends.ErrUnknown) {
+		return sandbox.Result{}, usageError{err}
+	}
 	if err != nil {
 		return sandbox.Result{}, err
 	}

@@ -3,7 +3,9 @@
 package backends
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"log/slog"
 
 	"github.com/codeagent/codeagent/sandbox"
@@ -16,6 +18,9 @@ type Options struct {
 	AllowWeakIsolation bool
 	Logger             *slog.Logger
 }
+
+// ErrUnknown is wrapped by Open's error for a name it does not know.
+var ErrUnknown = errors.New("unknown sandbox backend")
 
 // Names lists the backends that Open accepts, "auto" first.
 func Names() []string { return []string{"auto", "namespace"} }
@@ -31,5 +36,5 @@ func Open(name string, opts Options) (sandbox.Sandbox, error) {
 		}
 		return b, nil
 	}
-	return nil, fmt.Errorf("unknown sandbox backend %q (want one of auto, namespace)", name)
+	return nil, fmt.Errorf("%w %q (want one of %s)", ErrUnknown, name, strings.Join(Names(), ", "))
 }
