@@ -30,6 +30,7 @@ func commands() []command {
 	return []command{
 		{"exec", "run a program in the sandbox", cmdExec},
 		{"doctor", "show which isolation mechanisms this host offers", cmdDoctor},
+		{"check", "statically check code for unsafe constructs", cmdCheck},
 		{"version", "print the version", cmdVersion},
 	}
 }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/codeagent/codeagent/safety"
+)
+
+// checkOptions are the inputs of codeagent check.
+type checkOptions struct {
+	JSON       bool
+	PolicyFile string    // "" for the built-in policy
+	Lang       string    // "" to detect from each file's extension
+	Files      []string  // "-" reads standard input (needs Lang)
+	Stdin      io.Reader // read for "-"
+}
+
+// checkResult is the JSON output of codeagent check.
+type checkResult struct {
+	Files []checkFile `json:"files"`
+}
+
+// checkFile is one file's result.
+type checkFile struct {
+	File     string           `json:"file"`
+	Safe     bool             `json:"safe"`
+	Findings []safety.Finding `json:"findings"`
+}
+
+// Safe reports whether every file is clean.
+func (r checkResult) Safe() bool {
+	for _, f := range r.Files {
+		if !f.Safe {
+			return false
+		}
+	}
+	return true
+}
+
+func cmdCheck(ctx context.Context, s stdio, args []string) int {
+	fs := newFlagSet("check", s)
+	fs.Usage = func() {
+		fmt.Fprintln(s.err, "usage: codeagent check [--json] [--policy FILE] [--lang L] FILE...\n\nStatically check code for unsafe constructs before it runs. Exit status: 0 when\nevery file is clean, 1 when there are findings (a syntax error is one), 2 for\nusage errors. FILE - reads standard input and needs --lang.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	o := checkOptions{Stdin: s.in}
+	fs.BoolVar(&o.JSON, "json", false, `print {"files":[{"file","safe","findings":[...]}]}`)
+	fs.StringVar(&o.PolicyFile, "policy", "", "YAML policy decoded on top of the built-in one")
+	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from each file's extension)")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	o.Files = fs.Args()
+	res, err := runCheck(ctx, o)
+	if err != nil {
+		return exitCodeFor(s.err, err)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(s.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return exitCodeFor(s.err, err)
+		}
+	} else {
+		printCheck(s.out, res)
+	}
+	if !res.Safe() {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// runCheck reads every file first, so that a usage error (missing file,
+// unknown language, invalid policy) stops the command before any output,
+// then checks them in order.
+func runCheck(ctx context.Context, o checkOptions) (checkResult, error) {
+	policy := safety.DefaultPolicy()
+	if o.PolicyFile != "" {
+		p, err := safety.LoadPolicy(o.PolicyFile)
+		if err != nil {
+			return checkResult{}, usageError{fmt.Errorf("invalid policy: %w", err)}
+		}
+		policy = p
+	}
+	var forced safety.Language
+	if o.Lang != "" {
+		l, err := safety.ParseLanguage(o.Lang)
+		if err != nil {
+			return checkResult{}, usageError{err}
+		}
+		forced = l
+	}
+	type input struct {
+		name string
+		lang safety.Language
+		code []byte
+	}
+	inputs := make([]input, 0, len(o.Files))
+	for _, name := range o.Files {
+		lang := forced
+		if lang == "" {
+			l, ok := safety.LanguageForFile(name)
+			if !ok {
+				return checkResult{}, usagef("%s: cannot tell the language from the extension; pass --lang python, javascript or bash", name)
+			}
+			lang = l
+		}
+		var code []byte
+		var err error
+		if name == "-" {
+			if o.Stdin == nil {
+				return checkResult{}, usagef("-: no standard input")
+			}
+			code, err = io.ReadAll(io.LimitReader(o.Stdin, 1<<30))
+		} else {
+			code, err = readSource(name)
+		}
+		if err != nil {
+			return checkResult{}, usageError{err}
+		}
+		inputs = append(inputs, input{name, lang, code})
+	}
+	c, err := safety.New(policy)
+	if err != nil {
+		return checkResult{}, usageError{fmt.Errorf("invalid policy: %w", err)}
+	}
+	defer c.Close()
+	res := checkResult{Files: make([]checkFile, 0, len(inputs))}
+	for _, in := range inputs {
+		rep, err := c.Check(ctx, in.lang, in.code)
+		if err != nil {
+			return checkResult{}, fmt.Errorf("%s: %w", in.name, err)
+		}
+		res.Files = append(res.Files, checkFile{File: in.name, Safe: rep.Safe(), Findings: rep.Findings})
+	}
+	return res, nil
+}
+
+// readSource reads a regular file, refusing directories and devices.
+func readSource(name string) ([]byte, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file", name)
+		}
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	return os.ReadFile(name)
+}
+
+// printCheck prints findings as "file:line:col rule message", each followed
+// by the offending text and a hint.
+func printCheck(w io.Writer, r checkResult) {
+	for _, f := range r.Files {
+		for _, fi := range f.Findings {
+			fmt.Fprintf(w, "%s:%d:%d %s %s\n", f.File, fi.Line, fi.Column, fi.Rule, fi.Message)
+			if fi.Text != "" {
+				fmt.Fprintf(w, "    code: %s\n", fi.Text)
+			}
+			if fi.Hint != "" {
+				fmt.Fprintf(w, "    hint: %s\n", fi.Hint)
+			}
+		}
+	}
+}

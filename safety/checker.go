@@ -1,0 +1,252 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/codeagent/codeagent/safety/internal/tsparse"
+)
+
+// Language names a supported source language.
+type Language string
+
+const (
+	Python     Language = "python"
+	JavaScript Language = "javascript"
+	Bash       Language = "bash"
+)
+
+// Languages lists the supported languages.
+func Languages() []Language { return []Language{Python, JavaScript, Bash} }
+
+// ParseLanguage returns the Language called name, or an error naming the
+// supported ones.
+func ParseLanguage(name string) (Language, error) {
+	switch l := Language(strings.ToLower(name)); l {
+	case Python, JavaScript, Bash:
+		return l, nil
+	}
+	return "", fmt.Errorf("unknown language %q (want python, javascript or bash)", name)
+}
+
+// LanguageForFile guesses the language from a file name's extension.
+func LanguageForFile(name string) (Language, bool) {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".py":
+		return Python, true
+	case ".js", ".mjs", ".cjs":
+		return JavaScript, true
+	case ".sh", ".bash":
+		return Bash, true
+	}
+	return "", false
+}
+
+// hardMaxInput is the largest max_input_bytes a policy may set: tree-sitter
+// offsets are 32-bit and node arrays grow with the input.
+const hardMaxInput = 256 << 20
+
+// defaultMaxInput applies when the policy leaves max_input_bytes at 0.
+const defaultMaxInput = 16 << 20
+
+// ErrUnsupportedLanguage is returned by Check for a language it does not know.
+var ErrUnsupportedLanguage = errors.New("unsupported language")
+
+// analyser checks code in one language.
+//
+// analyse parses code and adds findings to out. It must not keep code, out
+// or any tree after it returns, must be safe for concurrent use, and returns
+// an error only when ctx ends (or the parser cannot be created).
+type analyser interface {
+	analyse(ctx context.Context, code []byte, out *collector) error
+}
+
+// Checker checks code against a policy. Build one with New and reuse it: it
+// pools tree-sitter parsers, and it is safe for concurrent use. Close it to
+// free the pooled parsers.
+type Checker struct {
+	policy    *Policy
+	analysers map[Language]analyser
+	pools     []*parserPool
+}
+
+// New returns a Checker for p, or DefaultPolicy when p is nil. p is validated
+// and must not be changed afterwards.
+func New(p *Policy) (*Checker, error) {
+	if p == nil {
+		p = DefaultPolicy()
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	size := 2 * runtime.GOMAXPROCS(0)
+	py := newParserPool(pythonGrammar(), size)
+	js := newParserPool(jsGrammar(), size)
+	sh := newParserPool(bashGrammar(), size)
+	return &Checker{
+		policy: p,
+		analysers: map[Language]analyser{
+			Python:     newPythonAnalyser(p, py),
+			JavaScript: newJSAnalyser(p, js),
+			Bash:       newBashAnalyser(p, sh),
+		},
+		pools: []*parserPool{py, js, sh},
+	}, nil
+}
+
+// Policy returns the checker's policy. Do not modify it.
+func (c *Checker) Policy() *Policy { return c.policy }
+
+// Close frees the pooled parsers. The Checker must not be used afterwards.
+func (c *Checker) Close() {
+	for _, p := range c.pools {
+		p.close()
+	}
+}
+
+// Check parses code as lang and returns its findings. A syntax error, invalid
+// UTF-8 or an oversized input is a finding, not an error; the error is
+// non-nil only for an unknown language or when ctx ends.
+func (c *Checker) Check(ctx context.Context, lang Language, code []byte) (Report, error) {
+	a, ok := c.analysers[lang]
+	if !ok {
+		return Report{}, fmt.Errorf("%w: %q", ErrUnsupportedLanguage, lang)
+	}
+	out := newCollector(code, c.policy)
+	limit := c.policy.MaxInputBytes
+	if limit == 0 {
+		limit = defaultMaxInput
+	}
+	if len(code) > limit {
+		out.add(RuleInputTooLarge, 0, 0,
+			fmt.Sprintf("the input is %d bytes; the checker reads at most %d", len(code), limit),
+			"split the program into smaller files, or keep data in separate files instead of in the code")
+		return Report{Language: lang, Findings: out.result()}, nil
+	}
+	checkEncoding(code, out)
+	if err := a.analyse(ctx, code, out); err != nil {
+		if !errors.Is(err, tsparse.ErrTooComplex) {
+			return Report{}, err
+		}
+		out.add(RuleSyntaxError, 0, 0, "the parser gave up: the code is too irregular to parse in time",
+			"check for unterminated strings, comments or brackets; generated code should be ordinary source text")
+	}
+	return Report{Language: lang, Findings: out.result()}, nil
+}
+
+// checkEncoding reports the first invalid UTF-8 sequence and the first NUL
+// byte: interpreters reject both, and they can hide code from a reader.
+func checkEncoding(code []byte, out *collector) {
+	if i := invalidUTF8(code); i >= 0 {
+		out.add(RuleSyntaxError, i, i+1, "the file is not valid UTF-8",
+			"save the source as UTF-8; write non-ASCII text with \\u escapes if in doubt")
+	}
+	for i, b := range code {
+		if b == 0 {
+			out.add(RuleSyntaxError, i, i+1, "the file contains a NUL byte",
+				"remove the NUL byte; write it as \\0 or \\x00 inside a string if you need it")
+			break
+		}
+	}
+}
+
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// parserPool is a bounded free list of parsers for one grammar. Unlike a
+// sync.Pool it never drops a parser without closing it, so C memory is not
+// leaked.
+type parserPool struct {
+	g    *grammar
+	free chan *worker
+}
+
+// worker is a parser with its reusable node buffer.
+type worker struct {
+	p   *tsparse.Parser
+	buf []tsparse.Node
+}
+
+// parseBudget bounds a parse's time linearly in the input: ordinary code
+// parses at several MB/s, while tree-sitter's error recovery is quadratic on
+// some hostile inputs (a 40 KB run of quotes takes seconds).
+func parseBudget(n int) time.Duration {
+	return 2*time.Second + time.Duration(n)*2*time.Microsecond
+}
+
+// maxKeptNodes bounds the node buffer a pooled worker keeps (about 28 MB).
+const maxKeptNodes = 1 << 20
+
+func newParserPool(g *grammar, size int) *parserPool {
+	return &parserPool{g: g, free: make(chan *worker, size)}
+}
+
+func (pp *parserPool) get() (*worker, error) {
+	select {
+	case w := <-pp.free:
+		return w, nil
+	default:
+	}
+	p, err := tsparse.NewParser(pp.g.lang)
+	if err != nil {
+		return nil, err
+	}
+	p.Budget = parseBudget
+	return &worker{p: p}, nil
+}
+
+func (pp *parserPool) put(w *worker) {
+	if cap(w.buf) > maxKeptNodes {
+		w.buf = nil
+	}
+	select {
+	case pp.free <- w:
+	default:
+		w.p.Close()
+	}
+}
+
+func (pp *parserPool) close() {
+	for {
+		select {
+		case w := <-pp.free:
+			w.p.Close()
+		default:
+			return
+		}
+	}
+}
+
+// parse parses code with a pooled parser and returns its tree. The tree's
+// nodes live in a buffer that goes back to the pool on release.
+func (pp *parserPool) parse(ctx context.Context, code []byte) (*tree, func(), error) {
+	w, err := pp.get()
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes, err := w.p.Parse(ctx, code, w.buf)
+	if err != nil {
+		pp.put(w)
+		return nil, nil, err
+	}
+	w.buf = nodes
+	return &tree{src: code, nodes: nodes, g: pp.g}, func() { pp.put(w) }, nil
+}

@@ -1,0 +1,89 @@
+#include "shim.h"
+
+typedef struct sa_input {
+  const char *src;
+  uint32_t len;
+} sa_input;
+
+static const char *sa_read(void *payload, uint32_t byte_index, TSPoint position, uint32_t *bytes_read) {
+  (void)position;
+  sa_input *in = (sa_input *)payload;
+  if (byte_index >= in->len) {
+    *bytes_read = 0;
+    return "";
+  }
+  *bytes_read = in->len - byte_index;
+  return in->src + byte_index;
+}
+
+// sa_progress stops the parse once the flag that payload points to is set.
+static bool sa_progress(TSParseState *state) {
+  volatile size_t *flag = (volatile size_t *)state->payload;
+  return *flag != 0;
+}
+
+void sa_use_libc_allocator(void) { ts_set_allocator(malloc, calloc, realloc, free); }
+
+TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, size_t *cancel) {
+  sa_input in = {src, len};
+  TSInput input = {&in, sa_read, 0, NULL};
+  TSParseOptions opts = {cancel, sa_progress};
+  TSTree *t = ts_parser_parse_with_options(p, NULL, input, opts);
+  if (t == NULL) {
+    ts_parser_reset(p);
+  }
+  return t;
+}
+
+uint32_t sa_count(TSTree *t) { return ts_node_descendant_count(ts_tree_root_node(t)); }
+
+// sa_flatten writes up to cap nodes of t in pre-order into out and returns
+// how many it wrote. It walks with a cursor, so deep trees use no C stack.
+uint32_t sa_flatten(TSTree *t, sa_node *out, uint32_t cap) {
+  if (cap == 0) {
+    return 0;
+  }
+  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(t));
+  uint32_t n = 0;
+  int32_t parent = -1;
+  int32_t prev = -1; // previous sibling of the node being visited
+  for (;;) {
+    TSNode node = ts_tree_cursor_current_node(&c);
+    sa_node *o = &out[n];
+    o->start = ts_node_start_byte(node);
+    o->end = ts_node_end_byte(node);
+    o->parent = parent;
+    o->first_child = -1;
+    o->next_sibling = -1;
+    o->kind = ts_node_symbol(node);
+    o->field = ts_tree_cursor_current_field_id(&c);
+    o->flags = (ts_node_is_named(node) ? SA_NAMED : 0) | (ts_node_is_missing(node) ? SA_MISSING : 0) |
+               (ts_node_is_extra(node) ? SA_EXTRA : 0);
+    if (prev >= 0) {
+      out[prev].next_sibling = (int32_t)n;
+    } else if (parent >= 0) {
+      out[parent].first_child = (int32_t)n;
+    }
+    int32_t self = (int32_t)n;
+    n++;
+    if (n == cap) {
+      break;
+    }
+    if (ts_tree_cursor_goto_first_child(&c)) {
+      parent = self;
+      prev = -1;
+      continue;
+    }
+    prev = self;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) {
+        ts_tree_cursor_delete(&c);
+        return n;
+      }
+      prev = parent;
+      parent = out[parent].parent;
+    }
+  }
+  ts_tree_cursor_delete(&c);
+  return n;
+}

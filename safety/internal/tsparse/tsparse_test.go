@@ -1,0 +1,123 @@
+package tsparse
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	python "github.com/tree-sitter/tree-sitter-python/bindings/go"
+)
+
+func newPy(t testing.TB) *Parser {
+	p, err := NewParser(NewLanguage(python.Language()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func TestParseTree(t *testing.T) {
+	p := newPy(t)
+	src := []byte("import os\nx = f(1, 'a')\n")
+	nodes, err := p.Parse(context.Background(), src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) == 0 || nodes[0].Parent != -1 || nodes[0].End != uint32(len(src)) {
+		t.Fatalf("bad root: %+v", nodes[:1])
+	}
+	// Every child link must point back to its parent, in order.
+	for i, n := range nodes {
+		prev := uint32(0)
+		for c := n.FirstChild; c >= 0; c = nodes[c].NextSibling {
+			if nodes[c].Parent != int32(i) {
+				t.Fatalf("node %d: child %d has parent %d", i, c, nodes[c].Parent)
+			}
+			if nodes[c].Start < prev {
+				t.Fatalf("children out of order")
+			}
+			prev = nodes[c].Start
+		}
+	}
+	lang := p.lang
+	var kinds []string
+	for _, n := range nodes {
+		if n.Flags&Named != 0 {
+			k, _ := lang.KindName(n.Kind)
+			kinds = append(kinds, k)
+		}
+	}
+	want := "module import_statement dotted_name identifier expression_statement assignment identifier call identifier argument_list integer string string_start string_content string_end"
+	if got := join(kinds); got != want {
+		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
+	}
+}
+
+func join(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += " "
+		}
+		out += x
+	}
+	return out
+}
+
+func TestParseCanceled(t *testing.T) {
+	p := newPy(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Parse(ctx, []byte("x = 1\n"), nil); err == nil {
+		t.Fatal("want error for a canceled context")
+	}
+	// The parser stays usable afterwards.
+	if _, err := p.Parse(context.Background(), []byte("x = 1\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseEmpty(t *testing.T) {
+	p := newPy(t)
+	nodes, err := p.Parse(context.Background(), nil, nil)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("nodes=%v err=%v", nodes, err)
+	}
+}
+
+func BenchmarkParse200(b *testing.B) {
+	src, err := os.ReadFile("../../testdata/bench/analysis.py")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := newPy(b)
+	var buf []Node
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		buf, err = p.Parse(context.Background(), src, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(buf)), "nodes")
+}
+
+// TestCancelAfterParseThenClose is a regression test: the cancel callback
+// used to be able to write the C flag after Parse returned and the parser
+// was closed, corrupting the C heap.
+func TestCancelAfterParseThenClose(t *testing.T) {
+	lang := NewLanguage(python.Language())
+	for i := 0; i < 2000; i++ {
+		p, err := NewParser(lang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if _, err := p.Parse(ctx, []byte("x = 1\n"), nil); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		p.Close()
+	}
+}

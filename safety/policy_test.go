@@ -1,0 +1,140 @@
+package safety
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDefaultPolicyValid(t *testing.T) {
+	p := DefaultPolicy()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode != ModeDeny {
+		t.Fatalf("mode %q", p.Mode)
+	}
+	// The minimum lists.
+	for _, m := range strings.Fields("os sys subprocess shutil socket ctypes cffi multiprocessing threading pty importlib builtins pickle marshal shelve code codeop runpy inspect gc http urllib requests httpx aiohttp ftplib smtplib telnetlib mmap") {
+		if _, ok := matchModule(m, p.Python.ForbiddenModules); !ok {
+			t.Errorf("default policy does not forbid %s", m)
+		}
+	}
+	for _, b := range strings.Fields("exec eval compile __import__ breakpoint input globals locals vars") {
+		if !newSet(p.Python.ForbiddenBuiltins)[b] {
+			t.Errorf("default policy does not forbid builtin %s", b)
+		}
+	}
+	// DefaultPolicy returns a fresh copy each time.
+	p.Python.ForbiddenModules = nil
+	if len(DefaultPolicy().Python.ForbiddenModules) == 0 {
+		t.Fatal("DefaultPolicy shares state between calls")
+	}
+}
+
+func TestParsePolicyOverrides(t *testing.T) {
+	p, err := ParsePolicy([]byte("mode: allow\npython:\n  allowed_modules: [math]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode != ModeAllow || len(p.Python.AllowedModules) != 1 {
+		t.Fatalf("got mode %q allowed %v", p.Mode, p.Python.AllowedModules)
+	}
+	if len(p.Python.ForbiddenBuiltins) == 0 || len(p.JavaScript.ForbiddenGlobals) == 0 {
+		t.Fatal("keys absent from the override must keep their defaults")
+	}
+}
+
+func TestParsePolicyErrors(t *testing.T) {
+	cases := []struct {
+		yaml, field string
+	}{
+		{"mode: maybe\n", "mode"},
+		{"disable: [no-such-rule]\n", "disable[0]"},
+		{"python:\n  forbidden_modules: [\"os;rm\"]\n", "python.forbidden_modules[0]"},
+		{"python:\n  deserializers: [{call: loads}]\n", "python.deserializers[0].call"},
+		{"python:\n  deserializers: [{call: a.b, safe_values: [x]}]\n", "python.deserializers[0].keyword"},
+		{"files:\n  allowed_absolute: [tmp]\n", "files.allowed_absolute[0]"},
+		{"max_input_bytes: -1\n", "max_input_bytes"},
+		{"bash:\n  forbidden_commands: [\"rm -rf\"]\n", "bash.forbidden_commands[0]"},
+	}
+	for _, c := range cases {
+		_, err := ParsePolicy([]byte(c.yaml))
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("%q: want a *FieldError, got %v", c.yaml, err)
+			continue
+		}
+		if fe.Field != c.field {
+			t.Errorf("%q: field %q, want %q (%v)", c.yaml, fe.Field, c.field, err)
+		}
+	}
+	// Unknown keys and malformed YAML are errors too.
+	for _, bad := range []string{"colour: red\n", "python:\n  forbiden_modules: [os]\n", "mode: [\n"} {
+		if _, err := ParsePolicy([]byte(bad)); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}
+
+func TestLoadPolicy(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(path, []byte("disable: [unbounded-loop]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if r := check(t, c, Python, "while True:\n    pass\n"); !r.Safe() {
+		t.Fatalf("disabled rule still reported: %v", r.Findings)
+	}
+	if _, err := LoadPolicy(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Fatal("want an error for a missing file")
+	}
+}
+
+func TestAllowMode(t *testing.T) {
+	p, err := ParsePolicy([]byte("mode: allow\npython:\n  allowed_modules: [math, numpy]\njavascript:\n  allowed_modules: [path]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for code, want := range map[string]bool{
+		"import math\n":                        true,
+		"import numpy.linalg as la\n":          true,
+		"from numpy import array\n":            true,
+		"from __future__ import annotations\n": true,
+		"from . import helpers\n":              true,
+		"import json\n":                        false,
+		"from collections import Counter\n":    false,
+		"import mathx\n":                       false,
+	} {
+		r := check(t, c, Python, code)
+		if r.Safe() != want {
+			t.Errorf("%q: safe=%v, want %v: %v", code, r.Safe(), want, r.Findings)
+		}
+		if !want && !hasRule(r, RuleImportNotAllowed) {
+			t.Errorf("%q: want %s, got %v", code, RuleImportNotAllowed, r.Findings)
+		}
+	}
+	if r := check(t, c, JavaScript, "const fs = require('fs');\n"); !hasRule(r, RuleImportNotAllowed) {
+		t.Errorf("js allow mode: %v", r.Findings)
+	}
+	// The other rules still apply in allow mode.
+	if r := check(t, c, Python, "import math\neval('1')\n"); !hasRule(r, RuleForbiddenBuiltin) {
+		t.Errorf("allow mode lost the builtin rule: %v", r.Findings)
+	}
+}
