@@ -1,0 +1,163 @@
+package extract
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Heuristics for answers that do not say their language: which language a
+// snippet looks like, which top-level names it defines, and which lines
+// are prose. They are deliberately simple and err towards "not code".
+
+var signs = map[string]*regexp.Regexp{
+	"python":     regexp.MustCompile(`^(#!.*python|\s*(def \w+\s*\(|async def |class \w+[(:]|import \w|from [\w.]+ import |print\(|if __name__|elif .+:\s*$|else:\s*$|try:\s*$|except\b.*:\s*$|for .+ in .+:\s*$|while .+:\s*$|with .+:\s*$|return\b|@\w+|[A-Za-z_]\w*(\s*,\s*\w+)*\s+=\s+\S|[A-Za-z_][\w.]*\(.*\)\s*$))`),
+	"javascript": regexp.MustCompile(`^(#!.*node|\s*(function\b|async function\b|const |let |var |console\.\w+\(|import .* from ['"]|export |module\.exports|.*\brequire\(['"]|.*=>\s*\{?\s*$|\}\)?;?\s*$|.*;\s*$))`),
+	"bash":       regexp.MustCompile(`^(#!.*\b(ba|z)?sh\b|\s*(echo |printf |set -[euxo]|if \[|fi\s*$|done\s*$|esac\s*$|for \w+ in .*; do|while .*; do|\w+=("|'|\$|\S+$)|export \w+=|cd |mkdir |ls\b|grep |sed |awk |cat |read -r))`),
+}
+
+// score counts the lines of code that look like lang.
+func score(code, lang string) int {
+	n := 0
+	for _, l := range strings.Split(code, "\n") {
+		if signs[lang].MatchString(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// looksLike reports whether code looks more like lang than like the other
+// known languages.
+func looksLike(code, lang string) bool {
+	s := score(code, lang)
+	if s == 0 {
+		return false
+	}
+	for other := range signs {
+		if other != lang && score(code, other) > s {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	pyDefRE  = regexp.MustCompile(`^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]`)
+	pyImpRE  = regexp.MustCompile(`^(?:from\s+\S+\s+)?import\s+(.+)$`)
+	jsDefRE  = regexp.MustCompile(`^(?:export\s+(?:default\s+)?)?(?:(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)|class\s+([A-Za-z_$][\w$]*)|(?:const|let|var)\s+([A-Za-z_$][\w$]*))`)
+	shDefRE  = regexp.MustCompile(`^(?:function\s+([A-Za-z_][\w-]*)|([A-Za-z_][\w-]*)\s*\(\)\s*\{?|([A-Za-z_]\w*)=)`)
+	aliasRE  = regexp.MustCompile(`(?:^|,)\s*([\w.]+)(?:\s+as\s+(\w+))?`)
+	identsRE = regexp.MustCompile(`[A-Za-z_$][\w$]*`)
+)
+
+// defs returns the top-level names code defines. A true value marks a
+// definition proper (function, class, variable); false marks an import,
+// which may repeat between blocks without meaning "redefined".
+func defs(code, lang string) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range strings.Split(code, "\n") {
+		if l == "" || l[0] == ' ' || l[0] == '\t' {
+			continue
+		}
+		var m []string
+		switch lang {
+		case "python":
+			if im := pyImpRE.FindStringSubmatch(l); im != nil {
+				for _, a := range aliasRE.FindAllStringSubmatch(strings.Trim(im[1], "()"), -1) {
+					name := a[2]
+					if name == "" {
+						name = strings.Split(a[1], ".")[0]
+					}
+					if _, ok := out[name]; !ok {
+						out[name] = false
+					}
+				}
+				continue
+			}
+			m = pyDefRE.FindStringSubmatch(l)
+		case "javascript":
+			m = jsDefRE.FindStringSubmatch(l)
+		case "bash":
+			m = shDefRE.FindStringSubmatch(l)
+		}
+		for _, name := range m[min(1, len(m)):] {
+			if name != "" {
+				out[name] = true
+			}
+		}
+	}
+	return out
+}
+
+// overlaps reports whether a and b both define (not import) a name.
+func overlaps(a, b map[string]bool) bool {
+	for k, strong := range a {
+		if strong && b[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// usesAny reports whether code mentions any name in names.
+func usesAny(code string, names map[string]bool) bool {
+	for _, id := range identsRE.FindAllString(code, -1) {
+		if _, ok := names[id]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// keywords start code lines, never prose.
+var keywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range strings.Fields(`and as assert async await break class continue def del elif else except
+		finally for from global if import in is lambda nonlocal not or pass print raise return try while with yield
+		True False None const let var function new this typeof switch case default do export require console
+		echo export set cd fi done then esac local readonly unset source shift exit`) {
+		m[k] = true
+	}
+	return m
+}()
+
+var proseRE = regexp.MustCompile(`^[A-Za-z][A-Za-z']*[,!.:]?( +[^ =(){}\[\];]+){2,}[ ]*$`)
+
+// isProse reports a line of English: it starts at column 0 with a word
+// that is no keyword, has three or more words, and none of the brackets,
+// '=' or ';' that code lines carry.
+func isProse(line string) bool {
+	if !proseRE.MatchString(line) {
+		return false
+	}
+	first := strings.TrimRight(strings.Fields(line)[0], ",!.:")
+	return !keywords[first]
+}
+
+// bare returns the code of an answer without fences: the answer minus
+// leading and trailing prose lines, when the rest has no prose and looks
+// like lang; else "".
+func bare(text, lang string) string {
+	lines := strings.Split(text, "\n")
+	lo, hi := 0, len(lines)
+	for lo < hi && (strings.TrimSpace(lines[lo]) == "" || isProse(lines[lo])) {
+		lo++
+	}
+	for hi > lo && (strings.TrimSpace(lines[hi-1]) == "" || isProse(lines[hi-1])) {
+		hi--
+	}
+	if lo == hi {
+		return ""
+	}
+	body := lines[lo:hi]
+	for _, l := range body {
+		if isProse(l) {
+			return ""
+		}
+	}
+	code := strings.Join(body, "\n")
+	if !looksLike(code, lang) {
+		return ""
+	}
+	return finish(code)
+}
