@@ -5,8 +5,8 @@ package backends
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"log/slog"
+	"strings"
 
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/namespace"

@@ -75,17 +75,7 @@ func network(t *testing.T, sb sandbox.Sandbox) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
+	accepted := countAccepts(ln)
 	port := ln.Addr().(*net.TCPAddr).Port
 	attempts := []string{
 		fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port),
@@ -107,23 +97,14 @@ func unixSockets(t *testing.T, sb sandbox.Sandbox) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "host.sock")
 	abstract := "@" + marker()
-	var accepted atomic.Int32
+	var counts []*atomic.Int32
 	for _, addr := range []string{path, abstract} {
 		ln, err := net.Listen("unix", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				c.Close()
-			}
-		}()
+		counts = append(counts, countAccepts(ln))
 	}
 	connect := func(addr string) string {
 		return fmt.Sprintf("s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(%q)", addr)
@@ -137,9 +118,28 @@ func unixSockets(t *testing.T, sb sandbox.Sandbox) {
 	}
 	res := execute(t, sb, program{lang: "python", code: leakCheck(attempts...)})
 	wantAllBlocked(t, res, len(attempts))
-	if n := accepted.Load(); n != 0 {
-		t.Fatalf("host unix sockets accepted %d connections", n)
+	for _, c := range counts {
+		if n := c.Load(); n != 0 {
+			t.Fatalf("host unix sockets accepted %d connections", n)
+		}
 	}
+}
+
+// countAccepts accepts and closes connections on ln until it is closed,
+// counting them.
+func countAccepts(ln net.Listener) *atomic.Int32 {
+	var n atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return &n
 }
 
 func killHost(t *testing.T, sb sandbox.Sandbox) {

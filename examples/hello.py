@@ -1,0 +1,3 @@
+import platform
+
+print(f"hello from a sandboxed Python {platform.python_version()}")

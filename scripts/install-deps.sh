@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what codeagent needs on Debian or Ubuntu: bubblewrap for the
+# sandbox, the runtimes programs use inside it, and gcc for the checker's
+# tree-sitter parser. Safe to run again.
+set -euo pipefail
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest nodejs gcc procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
