@@ -203,4 +203,3 @@ func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
 	}
 	return code
 }
-
