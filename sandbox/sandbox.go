@@ -28,9 +28,13 @@ const WorkspacePath = "/workspace"
 // is cancelled the program is killed and Run returns promptly with
 // StatusSignaled or StatusTimeout and ctx's error is not returned.
 //
+// Close releases what a backend keeps between runs (sandboxes started
+// ahead, files); Run must not be called after it.
+//
 // Implementations are safe for concurrent use.
 type Sandbox interface {
 	Run(ctx context.Context, spec Spec) (Result, error)
+	Close() error
 }
 
 // Spec describes one execution.

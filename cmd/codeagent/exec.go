@@ -72,6 +72,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	defer sb.Close()
 	ws, cleanup, err := prepareWorkspace(o.Workdir)
 	if err != nil {
 		return sandbox.Result{}, err

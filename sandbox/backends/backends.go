@@ -16,7 +16,9 @@ import (
 type Options struct {
 	// AllowWeakIsolation accepts rlimits where cgroups are missing.
 	AllowWeakIsolation bool
-	Logger             *slog.Logger
+	// Warm is how many sandboxes to start ahead; 0 for a single execution.
+	Warm   int
+	Logger *slog.Logger
 }
 
 // ErrUnknown is wrapped by Open's error for a name it does not know.
@@ -30,7 +32,7 @@ func Names() []string { return []string{"auto", "namespace"} }
 func Open(name string, opts Options) (sandbox.Sandbox, error) {
 	switch name {
 	case "", "auto", "namespace":
-		b, err := namespace.New(namespace.Config{AllowWeakIsolation: opts.AllowWeakIsolation, Logger: opts.Logger})
+		b, err := namespace.New(namespace.Config{AllowWeakIsolation: opts.AllowWeakIsolation, Warm: opts.Warm, Logger: opts.Logger})
 		if err != nil {
 			return nil, err
 		}

@@ -30,6 +30,8 @@ type cgroupManager interface {
 
 // runCgroup is the cgroup of one execution.
 type runCgroup interface {
+	// SetLimits sets the memory limit in bytes and the process limit.
+	SetLimits(memory int64, pids int) error
 	// Add moves process pid into the cgroup.
 	Add(pid int) error
 	// Contains reports whether process pid is in the cgroup.

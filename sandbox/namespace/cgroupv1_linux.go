@@ -60,23 +60,9 @@ func (c *cgroupV1) New(memory int64, pids int) (runCgroup, error) {
 		}
 		r.dirs[ctrl] = dir
 	}
-	mem := r.dirs["memory"]
-	limit := strconv.FormatInt(memory, 10)
-	if err := writeFile(filepath.Join(mem, "memory.limit_in_bytes"), limit); err != nil {
+	if err := r.SetLimits(memory, pids); err != nil {
 		_ = r.Destroy()
-		return nil, fmt.Errorf("set memory limit: %w", err)
-	}
-	// Without swap accounting the file is absent and there is no swap to cap.
-	if _, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); err == nil {
-		if err := writeFile(filepath.Join(mem, "memory.memsw.limit_in_bytes"), limit); err != nil {
-			_ = r.Destroy()
-			return nil, fmt.Errorf("set memory+swap limit: %w", err)
-		}
-	}
-	_ = writeFile(filepath.Join(mem, "memory.swappiness"), "0")
-	if err := writeFile(filepath.Join(r.dirs["pids"], "pids.max"), strconv.Itoa(pids)); err != nil {
-		_ = r.Destroy()
-		return nil, fmt.Errorf("set process limit: %w", err)
+		return nil, err
 	}
 	return r, nil
 }
@@ -108,6 +94,32 @@ func (r *v1Run) Add(pid int) error {
 		}
 	}
 	return first
+}
+
+// SetLimits may raise or lower the limits; memory+swap must never be below
+// memory, so it is written on both sides of the memory limit.
+func (r *v1Run) SetLimits(memory int64, pids int) error {
+	mem := r.dirs["memory"]
+	limit := strconv.FormatInt(memory, 10)
+	memsw := filepath.Join(mem, "memory.memsw.limit_in_bytes")
+	_, err := os.Stat(memsw)
+	hasSwap := err == nil // without swap accounting there is no swap to cap
+	if hasSwap {
+		_ = writeFile(memsw, limit)
+	}
+	if err := writeFile(filepath.Join(mem, "memory.limit_in_bytes"), limit); err != nil {
+		return fmt.Errorf("set memory limit: %w", err)
+	}
+	if hasSwap {
+		if err := writeFile(memsw, limit); err != nil {
+			return fmt.Errorf("set memory+swap limit: %w", err)
+		}
+	}
+	_ = writeFile(filepath.Join(mem, "memory.swappiness"), "0")
+	if err := writeFile(filepath.Join(r.dirs["pids"], "pids.max"), strconv.Itoa(pids)); err != nil {
+		return fmt.Errorf("set process limit: %w", err)
+	}
+	return nil
 }
 
 func (r *v1Run) Contains(pid int) bool {

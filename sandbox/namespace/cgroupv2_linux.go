@@ -60,20 +60,27 @@ func (c *cgroupV2) New(memory int64, pids int) (runCgroup, error) {
 		return nil, fmt.Errorf("create cgroup: %w", err)
 	}
 	r := &v2Run{id: id, dir: dir}
-	for file, value := range map[string]string{
-		"memory.max":      strconv.FormatInt(memory, 10),
-		"memory.swap.max": "0",
-		"pids.max":        strconv.Itoa(pids),
-	} {
-		if err := writeFile(filepath.Join(dir, file), value); err != nil && file != "memory.swap.max" {
-			_ = r.Destroy()
-			return nil, fmt.Errorf("set %s: %w", file, err)
-		}
+	if err := r.SetLimits(memory, pids); err != nil {
+		_ = r.Destroy()
+		return nil, err
 	}
 	return r, nil
 }
 
 type v2Run struct{ id, dir string }
+
+func (r *v2Run) SetLimits(memory int64, pids int) error {
+	for _, kv := range [][2]string{
+		{"memory.max", strconv.FormatInt(memory, 10)},
+		{"memory.swap.max", "0"}, // absent without swap accounting
+		{"pids.max", strconv.Itoa(pids)},
+	} {
+		if err := writeFile(filepath.Join(r.dir, kv[0]), kv[1]); err != nil && kv[0] != "memory.swap.max" {
+			return fmt.Errorf("set %s: %w", kv[0], err)
+		}
+	}
+	return nil
+}
 
 func (r *v2Run) Contains(pid int) bool {
 	cgs, err := procCgroups(strconv.Itoa(pid))

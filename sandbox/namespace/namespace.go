@@ -19,6 +19,10 @@ type Config struct {
 	// (no cgroup for memory and process limits while running as root), with
 	// rlimits as the only fallback. Off by default: the backend fails closed.
 	AllowWeakIsolation bool
+	// Warm is how many sandboxes to keep started ahead for the command run
+	// last (see launcher). 0 starts each on demand, which suits a single
+	// execution; long-lived callers such as the agent or a server want 2.
+	Warm int
 	// Logger receives debug and warning messages; nil discards them.
 	Logger *slog.Logger
 }

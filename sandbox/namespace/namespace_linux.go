@@ -11,10 +11,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +29,22 @@ type Backend struct {
 	layout  []string
 	seccomp []byte
 	cgroups cgroupManager // nil: rlimits only
+	etc     string        // the prepared /etc
+
+	bg          sync.WaitGroup // cleanups and refills under way
+	liveCgroups atomic.Int64   // cgroups created and not yet removed
+	mu          sync.Mutex
+	closed      bool
+	pool        []*launcher // warm launchers for poolKey
+	poolKey     string
+	starting    int
+}
+
+func (b *Backend) removeEtc() error {
+	if b.etc == "" {
+		return nil
+	}
+	return os.RemoveAll(b.etc)
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -48,10 +64,15 @@ func New(cfg Config) (*Backend, error) {
 	for _, w := range rep.Warnings {
 		log.Warn("weaker isolation", "detail", w)
 	}
-	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, layout: hostLayout(), seccomp: seccompProgram()}
+	etc, err := prepareEtc(os.TempDir())
+	if err != nil {
+		return nil, &sandbox.SetupError{Reason: "prepare /etc", Err: err}
+	}
+	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, layout: hostLayout(etc), seccomp: seccompProgram(), etc: etc}
 	if rep.CgroupVersion > 0 {
 		mgr, err := detectCgroups()
 		if err != nil {
+			_ = b.removeEtc()
 			return nil, &sandbox.SetupError{Reason: "cgroups", Err: err}
 		}
 		b.cgroups = mgr
@@ -128,81 +149,46 @@ const (
 
 func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	var res sandbox.Result
-	files := append(append([]sandbox.File(nil), staticFiles...), r.spec.Files...)
-
-	var cg runCgroup
-	if r.b.cgroups != nil {
-		var err error
-		if cg, err = r.b.cgroups.New(r.lim.Memory, r.lim.Processes); err != nil {
-			return res, &sandbox.SetupError{Reason: "create cgroup", Err: err}
-		}
-		defer func() {
-			if err := cg.Destroy(); err != nil {
-				r.b.log.Warn("cgroup cleanup", "err", err)
-			}
-		}()
-	}
-
-	p, err := newPipes(r.spec.Workspace, len(files))
+	l, err := r.b.launcher(r.spec)
 	if err != nil {
-		return res, &sandbox.SetupError{Reason: "create pipes", Err: err}
+		return res, &sandbox.SetupError{Reason: "start bubblewrap", Err: err}
 	}
-	defer p.closeAll()
-
-	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
-	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
-	cmd := exec.Command(r.b.bwrap, bwrapArgs(r.b.layout, r.spec, r.lim, files)...)
-	cmd.Env = environ(r.spec.Env)
-	cmd.Stdin = r.spec.Stdin
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = p.childFiles()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 2 * time.Second // output pipes held by nothing but the dead
-
+	defer r.b.release(l, r.spec)
+	if l.cg != nil {
+		if err := l.cg.SetLimits(r.lim.Memory, r.lim.Processes); err != nil {
+			return res, &sandbox.SetupError{Reason: "cgroup limits", Err: err}
+		}
+	}
 	ws, err := newDiskWatch(r.spec.Workspace, r.lim.Disk)
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
 
-	markCloseOnExec()
-	if err := cmd.Start(); err != nil {
-		return res, &sandbox.SetupError{Reason: "start bubblewrap", Err: err}
-	}
-	p.closeChildEnds()
-	go p.feed(r.b.seccomp, files)
-	// Moving bwrap into the cgroup while it sets up hides the cost of the
-	// move; the sandbox it forks is then born inside.
-	early := make(chan error, 1)
-	if cg != nil {
-		go func() { early <- cg.Add(cmd.Process.Pid) }()
-	} else {
-		early <- nil
-	}
+	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
+	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
+	drained := l.collect(stdout, stderr)
+	l.start(bwrapOptions(r.b.layout, r.spec, r.lim), r.b.seccomp, r.spec.Files, r.spec.Stdin)
 
-	childPid, err := readChildPid(p.infoR)
-	if earlyErr := <-early; err == nil {
-		err = earlyErr
+	childPid, err := readChildPid(l.infoR)
+	<-l.moved
+	if err == nil {
+		err = l.moveErr
 	}
 	if err == nil {
-		err = r.confine(childPid, cg)
+		err = r.confine(childPid, l.cg)
 	}
 	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		msg := strings.TrimSpace(string(stderr.Bytes()))
-		if msg == "" {
-			msg = err.Error()
-		}
-		return res, &sandbox.SetupError{Reason: "bubblewrap failed", Err: errors.New(msg)}
+		_ = l.cmd.Process.Kill()
+		_ = l.cmd.Wait()
+		drained(time.Second)
+		return res, &sandbox.SetupError{Reason: "bubblewrap failed", Err: errors.New(setupMessage(stderr.Bytes(), err))}
 	}
 
 	start := time.Now()
-	if _, err := p.blockW.Write([]byte{0}); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+	if _, err := l.blockW.Write([]byte{0}); err != nil {
 		return res, &sandbox.SetupError{Reason: "release sandbox", Err: err}
 	}
-	_ = p.blockW.Close()
+	_ = l.blockW.Close()
 
 	kill := func(why killReason) {
 		r.mu.Lock()
@@ -210,9 +196,9 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 			r.reason = why
 		}
 		r.mu.Unlock()
-		_ = cmd.Process.Kill()
-		if cg != nil {
-			cg.Kill()
+		_ = l.cmd.Process.Kill()
+		if l.cg != nil {
+			l.cg.Kill()
 		}
 	}
 	timer := time.AfterFunc(r.lim.WallTime, func() { kill(killedTimeout) })
@@ -230,27 +216,29 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}()
 	go ws.watch(done, func() { kill(killedDisk) })
 
-	waitErr := cmd.Wait()
+	waitErr := l.cmd.Wait()
 	close(done)
 	timer.Stop()
 	res.WallTime = time.Since(start)
+	drained(2 * time.Second)
 
 	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
 	res.StdoutTruncated, res.StderrTruncated = stdout.Truncated(), stderr.Truncated()
+	ps := l.cmd.ProcessState
 	var stats cgroupStats
-	if cg != nil {
-		stats = cg.Stats()
+	if l.cg != nil {
+		stats = l.cg.Stats()
 	}
-	if stats.CPUTime == 0 && cmd.ProcessState != nil {
-		stats.CPUTime = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if stats.CPUTime == 0 && ps != nil {
+		stats.CPUTime = ps.UserTime() + ps.SystemTime()
 	}
-	if stats.PeakMemory == 0 && cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if stats.PeakMemory == 0 && ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			stats.PeakMemory = ru.Maxrss * 1024
 		}
 	}
 	res.CPUTime, res.PeakMemory = stats.CPUTime, stats.PeakMemory
-	r.verdict(&res, cmd.ProcessState, waitErr, stats)
+	r.verdict(&res, ps, waitErr, stats)
 	return res, nil
 }
 

@@ -27,6 +27,9 @@ func (*Backend) Run(context.Context, sandbox.Spec) (sandbox.Result, error) {
 	return sandbox.Result{Status: sandbox.StatusSandboxError}, &sandbox.SetupError{Reason: "unsupported platform", Err: errUnsupported}
 }
 
+// Close does nothing.
+func (*Backend) Close() error { return nil }
+
 // Probe reports that nothing is available on this platform.
 func Probe(Config) Report {
 	return Report{Problems: []string{errUnsupported.Error()}}

@@ -3,8 +3,8 @@
 package namespace
 
 import (
+	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/codeagent/codeagent/sandbox/sandboxtest"
@@ -16,44 +16,29 @@ func newTestBackend(t testing.TB) *Backend {
 	if err != nil {
 		t.Fatalf("the namespace backend cannot run on this host (see 'codeagent doctor'): %v", err)
 	}
+	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 
+// TestConformance runs the suite with sandboxes started on demand and with
+// two started ahead, then checks that nothing is left behind.
 func TestConformance(t *testing.T) {
-	b := newTestBackend(t)
-	before := runCgroups(t)
-	sandboxtest.Run(t, b)
-	for dir := range runCgroups(t) {
-		if !before[dir] {
-			t.Errorf("cgroup left behind: %s", dir)
-		}
-	}
-}
-
-// runCgroups lists the run cgroups that exist now.
-func runCgroups(t *testing.T) map[string]bool {
-	t.Helper()
-	out := map[string]bool{}
-	mounts, err := cgroupMounts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, _ := selfCgroups()
-	for _, m := range mounts {
-		own := self[""]
-		for c, p := range self {
-			if c != "" && filepath.Base(m.point) == c {
-				own = p
+	for _, warm := range []int{0, 2} {
+		t.Run(fmt.Sprintf("Warm%d", warm), func(t *testing.T) {
+			b, err := New(Config{Warm: warm})
+			if err != nil {
+				t.Fatalf("the namespace backend cannot run on this host (see 'codeagent doctor'): %v", err)
 			}
-		}
-		for _, base := range []string{hostPath(m, own), filepath.Dir(hostPath(m, own))} {
-			entries, _ := os.ReadDir(filepath.Join(base, cgroupParentName))
-			for _, e := range entries {
-				if e.IsDir() {
-					out[filepath.Join(base, cgroupParentName, e.Name())] = true
-				}
+			sandboxtest.Run(t, b)
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
 			}
-		}
+			if _, err := os.Stat(b.etc); !os.IsNotExist(err) {
+				t.Errorf("Close left %s behind", b.etc)
+			}
+			if n := b.liveCgroups.Load(); n != 0 {
+				t.Errorf("%d cgroups left behind", n)
+			}
+		})
 	}
-	return out
 }

@@ -32,7 +32,7 @@ type program struct {
 	ws     string // workspace; a fresh temporary directory when empty
 	env    map[string]string
 	stdin  string
-	mark   string // names the program file, so that its processes can be found on the host
+	mark   string // set in the environment, so that its processes can be found on the host
 }
 
 // exec runs p and fails the test on a setup error. It also checks the
@@ -54,11 +54,10 @@ func execute(t *testing.T, sb sandbox.Sandbox, p program) sandbox.Result {
 	for k, v := range p.env {
 		env[k] = v
 	}
-	name := "main"
 	if p.mark != "" {
-		name = p.mark
+		env[markVar] = p.mark
 	}
-	path := "/code/" + name + l.Ext
+	path := "/code/main" + l.Ext
 	spec := sandbox.Spec{
 		Command:   l.Command(path),
 		Workspace: p.ws,
@@ -91,7 +90,11 @@ func marker() string {
 	return "cgmark" + hex.EncodeToString(b[:])
 }
 
-// hostProcessesWith lists host processes whose command line contains s.
+// markVar carries a test's marker into the environment of every process
+// of its sandbox.
+const markVar = "SANDBOXTEST_MARK"
+
+// hostProcessesWith lists host processes whose environment has marker s.
 func hostProcessesWith(s string) []string {
 	entries, _ := os.ReadDir("/proc")
 	var procs []string
@@ -99,8 +102,11 @@ func hostProcessesWith(s string) []string {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(cmd), s) {
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !strings.Contains(string(env), markVar+"="+s) {
+			continue
+		}
+		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil {
 			procs = append(procs, e.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
 		}
 	}

@@ -1,0 +1,203 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// launcher is a bwrap process started before its execution's options are
+// known: it blocks reading them from its --args descriptor, and meanwhile it
+// is moved into a fresh cgroup. A move between cgroups waits for an RCU grace
+// period in the kernel (milliseconds), which a warm launcher takes off the
+// critical path. bwrap makes the namespaces only once the options arrive, so
+// every execution still gets a fresh sandbox. The command is fixed when the
+// launcher starts (bwrap takes it only from its real command line), so
+// launchers are kept per command.
+type launcher struct {
+	key     string
+	cmd     *exec.Cmd
+	cg      runCgroup     // nil without cgroups
+	moved   chan struct{} // closed when the move into cg is done
+	moveErr error
+	closed  bool
+	live    *atomic.Int64 // the backend's count of cgroups not yet removed
+
+	argsW, seccompW, infoR, blockW *os.File
+	dataW                          []*os.File
+	stdinW, stdoutR, stderrR       *os.File
+	all                            []*os.File
+}
+
+// launcherKey identifies launchers that can serve a spec.
+func launcherKey(spec sandbox.Spec) string {
+	return strconv.Itoa(len(spec.Files)) + "\x00" + strings.Join(spec.Command, "\x00")
+}
+
+// newLauncher starts bwrap for spec's command and number of files.
+func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
+	l := &launcher{key: launcherKey(spec), moved: make(chan struct{})}
+	var child []*os.File // bwrap's descriptors 3, 4, ...
+	var std [3]*os.File  // bwrap's stdin, stdout, stderr
+	var err error
+	pipe := func() (r, w *os.File) {
+		if err == nil {
+			if r, w, err = os.Pipe(); err == nil {
+				l.all = append(l.all, r, w)
+			}
+		}
+		return r, w
+	}
+	var r *os.File
+	r, l.argsW = pipe()
+	child = append(child, r)
+	r, l.seccompW = pipe()
+	child = append(child, r)
+	l.infoR, r = pipe()
+	child = append(child, r)
+	r, l.blockW = pipe()
+	child = append(child, r)
+	for range spec.Files {
+		var w *os.File
+		r, w = pipe()
+		child = append(child, r)
+		l.dataW = append(l.dataW, w)
+	}
+	std[0], l.stdinW = pipe()
+	l.stdoutR, std[1] = pipe()
+	l.stderrR, std[2] = pipe()
+	if err == nil && b.cgroups != nil {
+		d := sandbox.DefaultLimits()
+		if l.cg, err = b.cgroups.New(d.Memory, d.Processes); err == nil {
+			l.live = &b.liveCgroups
+			l.live.Add(1)
+		}
+	}
+	if err != nil {
+		close(l.moved)
+		l.discard()
+		return nil, err
+	}
+
+	args := append([]string{"--args", strconv.Itoa(fdArgs), "--"}, spec.Command...)
+	l.cmd = exec.Command(b.bwrap, args...)
+	l.cmd.Env = []string{}
+	l.cmd.Stdin, l.cmd.Stdout, l.cmd.Stderr = std[0], std[1], std[2]
+	l.cmd.ExtraFiles = child
+	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	markCloseOnExec()
+	if err := l.cmd.Start(); err != nil {
+		l.cmd = nil
+		close(l.moved)
+		l.discard()
+		return nil, err
+	}
+	for _, f := range append(child, std[:]...) {
+		_ = f.Close()
+	}
+	if l.cg != nil {
+		go func() {
+			l.moveErr = l.cg.Add(l.cmd.Process.Pid)
+			close(l.moved)
+		}()
+	} else {
+		close(l.moved)
+	}
+	return l, nil
+}
+
+// start hands bwrap its options and the contents it reads during setup.
+func (l *launcher) start(opts []string, seccomp []byte, files []sandbox.File, stdin io.Reader) {
+	var buf bytes.Buffer
+	for _, a := range opts {
+		buf.WriteString(a)
+		buf.WriteByte(0)
+	}
+	go func() {
+		_, _ = l.argsW.Write(buf.Bytes())
+		_ = l.argsW.Close()
+		_, _ = l.seccompW.Write(seccomp)
+		_ = l.seccompW.Close()
+		for i, f := range files {
+			_, _ = l.dataW[i].Write(f.Data)
+			_ = l.dataW[i].Close()
+		}
+	}()
+	if stdin == nil {
+		_ = l.stdinW.Close()
+		return
+	}
+	go func() {
+		_, _ = io.Copy(l.stdinW, stdin)
+		_ = l.stdinW.Close()
+	}()
+}
+
+// collect copies stdout and stderr to the writers; the returned function
+// waits until both are drained, or gives up after grace (a pipe can only be
+// held open by a process outside our control).
+func (l *launcher) collect(stdout, stderr io.Writer) func(grace time.Duration) {
+	done := make(chan struct{}, 2)
+	copyOut := func(w io.Writer, r *os.File) {
+		_, _ = io.Copy(w, r)
+		done <- struct{}{}
+	}
+	go copyOut(stdout, l.stdoutR)
+	go copyOut(stderr, l.stderrR)
+	return func(grace time.Duration) {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		for range 2 {
+			select {
+			case <-done:
+			case <-t.C:
+				return
+			}
+		}
+	}
+}
+
+// discard kills bwrap if it still runs and releases everything. It is safe
+// to call more than once.
+func (l *launcher) discard() {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	if l.cmd != nil && l.cmd.Process != nil {
+		_ = l.cmd.Process.Kill()
+		if l.cmd.ProcessState == nil {
+			_ = l.cmd.Wait()
+		}
+	}
+	for _, f := range l.all {
+		_ = f.Close()
+	}
+	if l.cg != nil {
+		select {
+		case <-l.moved:
+		case <-time.After(5 * time.Second):
+		}
+		if err := l.cg.Destroy(); err == nil && l.live != nil {
+			l.live.Add(-1)
+		}
+	}
+}
+
+// setupMessage is what bwrap printed before it failed, or err.
+func setupMessage(stderr []byte, err error) string {
+	if msg := strings.TrimSpace(string(bytes.ToValidUTF8(stderr, nil))); msg != "" {
+		return msg
+	}
+	return err.Error()
+}
