@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Record is one entry of the audit log: a generated program, a check
+// verdict, an execution result, a verification verdict. Data is the kind's
+// own JSON object.
+type Record struct {
+	Seq      int64
+	Time     time.Time
+	Session  string
+	RunID    string
+	Kind     string
+	Data     json.RawMessage
+	PrevHash string
+	Hash     string
+}
+
+// genesis is the previous hash of the first record.
+const genesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// recordHash chains a record to the one before it. Every field a reader
+// sees is covered, so changing, inserting or deleting a record breaks the
+// chain from there on.
+func recordHash(prev string, seq, ts int64, session, runID, kind string, data []byte) string {
+	h := sha256.New()
+	for _, part := range []string{prev, strconv.FormatInt(seq, 10), strconv.FormatInt(ts, 10), session, runID, kind} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Audit appends a record. data is marshalled to JSON.
+func (s *Store) Audit(ctx context.Context, session, runID, kind string, data any) (Record, error) {
+	body, err := json.Marshal(data)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil) // immediate: appends are serialized
+	if err != nil {
+		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
+	}
+	defer tx.Rollback()
+	var last sql.NullInt64
+	prev := genesis
+	var prevHash sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&last, &prevHash); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
+	}
+	if prevHash.Valid {
+		prev = prevHash.String
+	}
+	r := Record{Seq: last.Int64 + 1, Time: time.Now(), Session: session, RunID: runID, Kind: kind, Data: body, PrevHash: prev}
+	r.Hash = recordHash(prev, r.Seq, r.Time.UnixMilli(), session, runID, kind, body)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (seq, ts, session, run_id, kind, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Seq, r.Time.UnixMilli(), session, runID, kind, string(body), prev, r.Hash); err != nil {
+		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
+	}
+	return r, tx.Commit()
+}
+
+// AuditLog returns the records of one session, or of all when session is "".
+func (s *Store) AuditLog(ctx context.Context, session string) ([]Record, error) {
+	q := `SELECT seq, ts, session, run_id, kind, data, prev_hash, hash FROM audit`
+	var args []any
+	if session != "" {
+		q += ` WHERE session = ?`
+		args = append(args, session)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read audit log: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var ts int64
+		var data string
+		if err := rows.Scan(&r.Seq, &ts, &r.Session, &r.RunID, &r.Kind, &data, &r.PrevHash, &r.Hash); err != nil {
+			return nil, err
+		}
+		r.Time, r.Data = fromMillis(ts), json.RawMessage(data)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ChainError says where the audit chain breaks.
+type ChainError struct {
+	Seq    int64
+	Reason string
+}
+
+func (e *ChainError) Error() string {
+	return fmt.Sprintf("audit log tampered with at record %d: %s", e.Seq, e.Reason)
+}
+
+// VerifyAudit recomputes the whole chain and returns the number of records
+// checked, or a *ChainError at the first record that does not match.
+func (s *Store) VerifyAudit(ctx context.Context) (int, error) {
+	recs, err := s.AuditLog(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	prev := genesis
+	for i, r := range recs {
+		switch {
+		case r.Seq != int64(i+1):
+			return i, &ChainError{Seq: r.Seq, Reason: fmt.Sprintf("expected record %d: records were deleted or inserted", i+1)}
+		case r.PrevHash != prev:
+			return i, &ChainError{Seq: r.Seq, Reason: "it does not follow the record before"}
+		case recordHash(prev, r.Seq, r.Time.UnixMilli(), r.Session, r.RunID, r.Kind, r.Data) != r.Hash:
+			return i, &ChainError{Seq: r.Seq, Reason: "its content does not match its hash"}
+		}
+		prev = r.Hash
+	}
+	return len(recs), nil
+}

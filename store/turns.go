@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Turn statuses.
+const (
+	TurnRunning     = "running"
+	TurnSucceeded   = "succeeded"
+	TurnFailed      = "failed"
+	TurnInterrupted = "interrupted" // left running by a process that died
+)
+
+// Turn is one task given to the agent in a session.
+type Turn struct {
+	ID           string
+	SessionID    string
+	Seq          int
+	Task         string
+	Status       string
+	Code         string
+	Output       string
+	Attempts     int
+	InputTokens  int64
+	OutputTokens int64
+	ModelTime    time.Duration
+	SandboxTime  time.Duration
+	StartedAt    time.Time
+	FinishedAt   time.Time // zero while running
+	Artifacts    []Artifact
+}
+
+// Attempt is one program of a turn and what became of it.
+type Attempt struct {
+	N          int
+	Code       string
+	Findings   json.RawMessage // the checker's findings, as JSON
+	Status     string          // sandbox status; "" when the program did not run
+	ExitCode   int
+	Wall, CPU  time.Duration
+	PeakMemory int64
+	ErrorClass string
+	Verdict    string
+	CreatedAt  time.Time
+}
+
+// Artifact is a file a turn created or changed in the workspace.
+type Artifact struct {
+	Path   string
+	Size   int64
+	SHA256 string
+}
+
+// BeginTurn records a running turn at the end of a session.
+func (s *Store) BeginTurn(ctx context.Context, sessionID, task string) (Turn, error) {
+	t := Turn{ID: newID(), SessionID: sessionID, Task: task, Status: TurnRunning, StartedAt: time.Now()}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Turn{}, fmt.Errorf("begin turn: %w", err)
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?`, sessionID).Scan(&t.Seq); err != nil {
+		return Turn{}, fmt.Errorf("begin turn: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, session_id, seq, task, status, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.ID, sessionID, t.Seq, task, TurnRunning, t.StartedAt.UnixMilli()); err != nil {
+		return Turn{}, fmt.Errorf("begin turn: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now(), sessionID); err != nil {
+		return Turn{}, fmt.Errorf("begin turn: %w", err)
+	}
+	return t, tx.Commit()
+}
+
+// AddAttempt records one attempt of a running turn.
+func (s *Store) AddAttempt(ctx context.Context, turnID string, a Attempt) error {
+	findings := a.Findings
+	if len(findings) == 0 {
+		findings = json.RawMessage("[]")
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO attempts
+		(turn_id, n, code, findings, status, exit_code, wall_ms, cpu_ms, peak_memory, error_class, verdict, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		turnID, a.N, a.Code, string(findings), a.Status, a.ExitCode, a.Wall.Milliseconds(), a.CPU.Milliseconds(),
+		a.PeakMemory, a.ErrorClass, a.Verdict, now())
+	if err != nil {
+		return fmt.Errorf("record attempt %d: %w", a.N, err)
+	}
+	return nil
+}
+
+// FinishTurn records the end of a turn with its artifacts, in one transaction.
+func (s *Store) FinishTurn(ctx context.Context, t Turn) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("finish turn: %w", err)
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `UPDATE turns SET status = ?, code = ?, output = ?, attempts = ?,
+		input_tokens = ?, output_tokens = ?, model_ms = ?, sandbox_ms = ?, finished_at = ? WHERE id = ?`,
+		t.Status, t.Code, t.Output, t.Attempts, t.InputTokens, t.OutputTokens,
+		t.ModelTime.Milliseconds(), t.SandboxTime.Milliseconds(), now(), t.ID)
+	if err != nil {
+		return fmt.Errorf("finish turn: %w", err)
+	}
+	for _, a := range t.Artifacts {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO artifacts (turn_id, path, size, sha256) VALUES (?, ?, ?, ?)`,
+			t.ID, a.Path, a.Size, a.SHA256); err != nil {
+			return fmt.Errorf("finish turn: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Turns lists a session's turns in order, with their artifacts.
+func (s *Store) Turns(ctx context.Context, sessionID string) ([]Turn, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, session_id, seq, task, status, code, output, attempts,
+		input_tokens, output_tokens, model_ms, sandbox_ms, started_at, COALESCE(finished_at, 0)
+		FROM turns WHERE session_id = ? ORDER BY seq`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("list turns: %w", err)
+	}
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		var t Turn
+		var modelMS, sandboxMS, started, finished int64
+		if err := rows.Scan(&t.ID, &t.SessionID, &t.Seq, &t.Task, &t.Status, &t.Code, &t.Output, &t.Attempts,
+			&t.InputTokens, &t.OutputTokens, &modelMS, &sandboxMS, &started, &finished); err != nil {
+			return nil, err
+		}
+		t.ModelTime, t.SandboxTime = time.Duration(modelMS)*time.Millisecond, time.Duration(sandboxMS)*time.Millisecond
+		t.StartedAt = fromMillis(started)
+		if finished > 0 {
+			t.FinishedAt = fromMillis(finished)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Artifacts, err = s.artifacts(ctx, out[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) artifacts(ctx context.Context, turnID string) ([]Artifact, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT path, size, sha256 FROM artifacts WHERE turn_id = ? ORDER BY path`, turnID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Artifact
+	for rows.Next() {
+		var a Artifact
+		if err := rows.Scan(&a.Path, &a.Size, &a.SHA256); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Attempts lists the attempts of a turn in order.
+func (s *Store) Attempts(ctx context.Context, turnID string) ([]Attempt, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT n, code, findings, status, exit_code, wall_ms, cpu_ms, peak_memory,
+		error_class, verdict, created_at FROM attempts WHERE turn_id = ? ORDER BY n`, turnID)
+	if err != nil {
+		return nil, fmt.Errorf("list attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		var a Attempt
+		var findings string
+		var wall, cpu, created int64
+		if err := rows.Scan(&a.N, &a.Code, &findings, &a.Status, &a.ExitCode, &wall, &cpu, &a.PeakMemory,
+			&a.ErrorClass, &a.Verdict, &created); err != nil {
+			return nil, err
+		}
+		a.Findings = json.RawMessage(findings)
+		a.Wall, a.CPU = time.Duration(wall)*time.Millisecond, time.Duration(cpu)*time.Millisecond
+		a.CreatedAt = fromMillis(created)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// MarkInterrupted turns every turn still marked running into interrupted.
+// Call it when no run can be under way, e.g. at the start of a command that
+// holds the session.
+func (s *Store) MarkInterrupted(ctx context.Context, sessionID string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE turns SET status = ?, finished_at = ? WHERE session_id = ? AND status = ?`,
+		TurnInterrupted, now(), sessionID, TurnRunning)
+	return err
+}
+
+// PruneSessions deletes sessions not used since before; it returns their names.
+func (s *Store) PruneSessions(ctx context.Context, before time.Time) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM sessions WHERE updated_at < ?`, before.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	for _, n := range names {
+		if err := s.DeleteSession(ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
