@@ -29,6 +29,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"exec", "run a program in the sandbox", cmdExec},
+		{"run", "turn a task into working code", cmdRun},
 		{"doctor", "show which isolation mechanisms this host offers", cmdDoctor},
 		{"check", "statically check code for unsafe constructs", cmdCheck},
 		{"version", "print the version", cmdVersion},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,9 @@ func exitCodeFor(w io.Writer, err error) int {
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage
+	}
+	if isProviderError(err) && !errors.Is(err, context.Canceled) { // an interrupt is not the provider's failure
+		return exitProvider
 	}
 	return exitFailure
 }

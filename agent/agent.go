@@ -1,0 +1,213 @@
+// Package agent turns a task in plain language into working code: it asks a
+// model for a program, checks it statically, runs it in the sandbox,
+// verifies the output with the model and feeds every failure back until the
+// task is done or the attempt budget is spent.
+//
+// The package is a library; `codeagent run` is a thin front end. An Agent is
+// built from a Config and its dependencies (model, sandbox, checker, logger,
+// observer) and holds no global state. Everything shown to the model or
+// returned to the caller passes through a Redactor, and long outputs are
+// cut to a budget (head and tail) before they reach the model.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxIterations   = 5
+	DefaultFreshStartAfter = 3
+	DefaultMaxTestRounds   = 3
+)
+
+// File names the agent writes in the workspace.
+const (
+	SolutionBase = "solution"         // + the language's extension
+	TestFileName = "test_solution.py" // tests in test-driven mode
+)
+
+// Config is how an Agent works. Zero fields take the defaults.
+type Config struct {
+	// MaxIterations is the attempt budget for the program (default 5).
+	MaxIterations int
+	// FreshStartAfter is how many failed repairs in a row make the next
+	// attempt start again from the task, with a short summary of what
+	// failed instead of the whole conversation (default 3; negative: never).
+	FreshStartAfter int
+	// Verify asks the model, after each successful run, whether the output
+	// completes the task. Not used when tests decide success.
+	Verify bool
+	// Lang is the program's language: python (default), javascript or bash.
+	Lang string
+	// Limits bound each execution; zero fields take the sandbox defaults.
+	Limits sandbox.Limits
+	// Env is added to the sandbox environment.
+	Env map[string]string
+	// Tests turns on test-driven mode (python only): the model writes pytest
+	// tests first, they must fail against a stub, then the program is
+	// iterated until they pass, then run itself.
+	Tests bool
+	// MaxTestRounds bounds the tries to get usable tests (default 3).
+	MaxTestRounds int
+	// OutputBudget is how many bytes of the head and of the tail of each
+	// output stream reach the model (default 4096 each).
+	OutputBudget int
+	// Secrets are values (API keys) redacted from everything shown to the
+	// model or returned; common key patterns are redacted in any case.
+	Secrets []string
+	// Model, MaxTokens and Temperature are passed on in each request when
+	// set; otherwise the provider's configuration decides.
+	Model       string
+	MaxTokens   int
+	Temperature *float64
+	// Artifacts bound the listing of created files.
+	Artifacts workspace.Limits
+}
+
+// Deps are what an Agent works with. Provider, Sandbox and Checker are
+// required; Logger and Observer may be nil.
+type Deps struct {
+	Provider llm.Provider
+	Sandbox  sandbox.Sandbox
+	Checker  *safety.Checker
+	Logger   *slog.Logger
+	Observer Observer
+}
+
+// Agent runs tasks. It is safe for concurrent use when its dependencies
+// are; each Run needs its own workspace.
+type Agent struct {
+	cfg      Config
+	deps     Deps
+	lang     lang.Language
+	safeLang safety.Language
+	log      *slog.Logger
+	redact   *Redactor
+}
+
+// ErrConfig is wrapped by errors about an unusable Config or Deps.
+var ErrConfig = errors.New("agent: invalid configuration")
+
+// New validates cfg and deps and returns an Agent.
+func New(cfg Config, deps Deps) (*Agent, error) {
+	if deps.Provider == nil || deps.Sandbox == nil || deps.Checker == nil {
+		return nil, fmt.Errorf("%w: a provider, a sandbox and a checker are required", ErrConfig)
+	}
+	if cfg.MaxIterations == 0 {
+		cfg.MaxIterations = DefaultMaxIterations
+	}
+	if cfg.MaxIterations < 0 || cfg.MaxIterations > 100 {
+		return nil, fmt.Errorf("%w: max iterations %d is not between 1 and 100", ErrConfig, cfg.MaxIterations)
+	}
+	if cfg.FreshStartAfter == 0 {
+		cfg.FreshStartAfter = DefaultFreshStartAfter
+	}
+	if cfg.MaxTestRounds <= 0 {
+		cfg.MaxTestRounds = DefaultMaxTestRounds
+	}
+	if cfg.OutputBudget <= 0 {
+		cfg.OutputBudget = DefaultOutputBudget
+	}
+	if cfg.Lang == "" {
+		cfg.Lang = "python"
+	}
+	l, err := lang.Lookup(cfg.Lang)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	sl, err := safety.ParseLanguage(l.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if cfg.Tests && l.Name != "python" {
+		return nil, fmt.Errorf("%w: test-driven mode needs python (pytest), not %s", ErrConfig, l.Name)
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Agent{cfg: cfg, deps: deps, lang: l, safeLang: sl, log: log, redact: NewRedactor(cfg.Secrets...)}, nil
+}
+
+// Task is one job for the agent.
+type Task struct {
+	// Prompt is the task in plain language.
+	Prompt string
+	// Workspace is where the program runs; inputs are already in it.
+	Workspace *workspace.Workspace
+	// TestCode, when set, are the user's pytest tests: they are written as
+	// test_solution.py, import from solution, and success means they pass.
+	TestCode string
+}
+
+// Result is the outcome of a run. It is returned also with an error, as
+// far as the run got.
+type Result struct {
+	Success  bool   `json:"success"`
+	Attempts int    `json:"attempts"`
+	Code     string `json:"code"`
+	// Output is the program's stdout in the last run.
+	Output    string               `json:"output"`
+	Artifacts []workspace.Artifact `json:"artifacts"`
+	// Skipped are workspace entries left out of the artifacts.
+	Skipped []workspace.Skipped `json:"skipped,omitempty"`
+	Usage   Usage               `json:"usage"`
+	History []Attempt           `json:"history"`
+	// Tests are the tests that decided success (test-driven mode).
+	Tests      string    `json:"tests,omitempty"`
+	TestRounds []Attempt `json:"test_rounds,omitempty"`
+	// Message says why the run failed, when it did.
+	Message string `json:"message,omitempty"`
+}
+
+// Attempt is one round of the loop.
+type Attempt struct {
+	N          int                 `json:"attempt"`
+	FreshStart bool                `json:"fresh_start,omitempty"`
+	Code       string              `json:"code"`
+	Check      []safety.Finding    `json:"check"`
+	TestResult *sandbox.ResultJSON `json:"test_result,omitempty"`
+	Result     *sandbox.ResultJSON `json:"result,omitempty"`
+	ErrorClass ErrorClass          `json:"error_class,omitempty"`
+	Verdict    *Verdict            `json:"verdict,omitempty"`
+}
+
+// Verdict is the verifier's judgement of a successful run.
+type Verdict struct {
+	TaskComplete bool   `json:"task_complete"`
+	Missing      string `json:"missing"`
+	// Note says when the verifier's answer could not be read (and the run
+	// was then taken as complete).
+	Note string `json:"note,omitempty"`
+}
+
+// Usage counts the model's tokens over a run.
+type Usage struct {
+	Requests     int   `json:"requests"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+func (u *Usage) add(v llm.Usage) {
+	u.Requests++
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.TotalTokens = u.InputTokens + u.OutputTokens
+}
+
+// SolutionFile is the program's file name in the workspace.
+func (a *Agent) SolutionFile() string { return SolutionBase + a.lang.Ext }
+
+// Redactor returns the agent's redactor, for callers that show other text.
+func (a *Agent) Redactor() *Redactor { return a.redact }

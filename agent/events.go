@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// EventType names a step of the loop. The values are a stable wire format:
+// they are written by `codeagent run --events` and streamed by the server.
+type EventType string
+
+// Event types, in the order a step emits them.
+const (
+	EventAttemptStart EventType = "attempt_start" // an attempt begins (model call next)
+	EventGenerated    EventType = "generated"     // the model answered with code (or none)
+	EventChecked      EventType = "checked"       // the static check ran
+	EventExecuted     EventType = "executed"      // the program (or the tests) ran in the sandbox
+	EventVerified     EventType = "verified"      // the verifier judged a successful run
+	EventDone         EventType = "done"          // the run ended
+)
+
+// Phases of the loop, in Event.Phase.
+const (
+	PhaseTests   = "tests"   // generating and validating tests (test-driven mode)
+	PhaseCode    = "code"    // generating and running the program
+	PhaseProgram = "program" // running the program after its tests passed
+)
+
+// Event is one step of a run. Fields not relevant to a type are omitted.
+type Event struct {
+	Type        EventType `json:"type"`
+	Time        time.Time `json:"time"`
+	Attempt     int       `json:"attempt"`
+	MaxAttempts int       `json:"max_attempts"`
+	Phase       string    `json:"phase,omitempty"`
+	// FreshStart marks an attempt regenerated from the task (attempt_start).
+	FreshStart bool `json:"fresh_start,omitempty"`
+	// Code is the extracted program or tests (generated).
+	Code string `json:"code,omitempty"`
+	// Findings of the static check (checked); Safe says there were none.
+	Findings []safety.Finding `json:"findings,omitempty"`
+	Safe     *bool            `json:"safe,omitempty"`
+	// Result of the execution, as `codeagent exec --json` prints it (executed).
+	Result *sandbox.ResultJSON `json:"result,omitempty"`
+	// ErrorClass of a failed step (checked, executed, verified, generated).
+	ErrorClass ErrorClass `json:"error_class,omitempty"`
+	// Verdict of the verifier (verified).
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// Success and Message close the run (done).
+	Success *bool  `json:"success,omitempty"`
+	Message string `json:"message,omitempty"`
+	// DurationMS is the step's wall time: the model call (generated), the
+	// check (checked), the execution (executed), the verifier (verified) or
+	// the whole run (done).
+	DurationMS int64 `json:"duration_ms,omitempty"`
+}
+
+// Observer receives the events of a run, in order, from the goroutine that
+// runs it. It must not block for long: the loop waits for it.
+type Observer interface {
+	Event(e Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Event implements Observer.
+func (f ObserverFunc) Event(e Event) { f(e) }
+
+// Observers fans events out to several observers, skipping nil ones.
+func Observers(obs ...Observer) Observer {
+	return ObserverFunc(func(e Event) {
+		for _, o := range obs {
+			if o != nil {
+				o.Event(e)
+			}
+		}
+	})
+}
+
+// JSONLines is an Observer that writes each event as one line of JSON to
+// w. Write errors are remembered (Err) and later events dropped, so a
+// closed pipe never stops a run.
+type JSONLines struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+// NewJSONLines returns a JSONLines observer writing to w.
+func NewJSONLines(w io.Writer) *JSONLines { return &JSONLines{w: w} }
+
+// Event implements Observer.
+func (j *JSONLines) Event(e Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err == nil {
+		_, err = j.w.Write(append(b, '\n'))
+	}
+	j.err = err
+}
+
+// Err returns the first write error, if any.
+func (j *JSONLines) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}

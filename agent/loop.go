@@ -1,0 +1,428 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/llm/extract"
+	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// run is the state of one Run.
+type run struct {
+	a         *Agent
+	task      Task
+	ws        *workspace.Workspace
+	res       *Result
+	before    workspace.Snapshot
+	files     string // the workspace described for prompts
+	system    string
+	msgs      []llm.Message
+	tests     string // the tests deciding success, as run
+	userTests bool
+	failures  []string // one line per failed attempt, for a fresh start
+}
+
+// Run works on task until it is done or the budget is spent. The error is
+// non-nil only when the run could not go on: the model provider failed
+// (an *llm.Error, after its retries), the sandbox could not run programs,
+// the workspace failed, or ctx ended. Not achieving the task is not an
+// error: Result.Success is false. The Result is never nil.
+func (a *Agent) Run(ctx context.Context, task Task) (*Result, error) {
+	started := time.Now()
+	r := &run{a: a, task: task, ws: task.Workspace, res: &Result{History: []Attempt{}, Artifacts: []workspace.Artifact{}}}
+	if strings.TrimSpace(task.Prompt) == "" || task.Workspace == nil {
+		return r.res, fmt.Errorf("%w: a task needs a prompt and a workspace", ErrConfig)
+	}
+	err := r.run(ctx)
+	r.finish(err, started)
+	return r.res, err
+}
+
+func (r *run) run(ctx context.Context) error {
+	cfg := r.a.cfg
+	before, err := r.ws.Snapshot(cfg.Artifacts)
+	if err != nil {
+		return err
+	}
+	r.before = before
+	r.files = r.a.redact.String(r.ws.Describe(r.exclude))
+	lim := cfg.Limits.WithDefaults()
+	r.system = render("system.txt", map[string]any{
+		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
+		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
+		"Packages": packages[r.a.lang.Name], "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
+	})
+	switch {
+	case r.task.TestCode != "":
+		r.tests, r.userTests = r.task.TestCode, true
+		r.res.Tests = r.a.redact.String(r.task.TestCode)
+		if err := r.ws.WriteFile(TestFileName, []byte(r.tests)); err != nil {
+			return err
+		}
+	case cfg.Tests:
+		ok, err := r.makeTests(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			r.res.Message = fmt.Sprintf("no usable tests after %d tries", cfg.MaxTestRounds)
+			return nil
+		}
+	}
+	return r.loop(ctx)
+}
+
+// packages names what a program may use, per language, for the prompt.
+var packages = map[string]string{
+	"python":     "the Python standard library, pandas, numpy and matplotlib",
+	"javascript": "node's built-in modules",
+	"bash":       "bash and the usual coreutils, sed, awk and grep",
+}
+
+// loop iterates attempts, starting afresh from the task after
+// FreshStartAfter failed repairs in a row.
+func (r *run) loop(ctx context.Context) error {
+	cfg := r.a.cfg
+	r.msgs = []llm.Message{r.user(render("task.txt", r.taskData(1)))}
+	failedRepairs := 0
+	for n := 1; n <= cfg.MaxIterations; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fresh := false
+		if n > 1 && cfg.FreshStartAfter > 0 && failedRepairs >= cfg.FreshStartAfter {
+			d := r.taskData(n)
+			d["Failures"] = r.failures
+			r.msgs = []llm.Message{r.user(render("fresh.txt", d))}
+			failedRepairs, fresh = 0, true
+			r.a.log.Debug("fresh start", "attempt", n)
+		}
+		at, done, err := r.attempt(ctx, n, fresh)
+		r.res.History = append(r.res.History, at)
+		r.res.Attempts = n
+		if err != nil {
+			return err
+		}
+		if done {
+			r.res.Success = true
+			return nil
+		}
+		r.a.log.Debug("attempt failed", "attempt", n, "class", at.ErrorClass)
+		if n > 1 && !fresh {
+			failedRepairs++
+		}
+	}
+	r.res.Message = fmt.Sprintf("the task was not achieved within %d attempts", cfg.MaxIterations)
+	return nil
+}
+
+func (r *run) taskData(n int) map[string]any {
+	return map[string]any{
+		"Task": r.task.Prompt, "Files": r.files, "Tests": r.tests, "TestFile": TestFileName,
+		"Attempt": n, "Max": r.a.cfg.MaxIterations,
+	}
+}
+
+// attempt generates, checks, runs and verifies one program. done reports
+// success; a failure has been fed back into r.msgs.
+func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done bool, err error) {
+	at = Attempt{N: n, FreshStart: fresh, Check: []safety.Finding{}}
+	r.emit(Event{Type: EventAttemptStart, Attempt: n, Phase: PhaseCode, FreshStart: fresh})
+	t0 := time.Now()
+	answer, err := r.chat(ctx, r.system, r.msgs, false)
+	if err != nil {
+		return at, false, err
+	}
+	fence := r.a.lang.Name
+	x, xerr := extract.Code(answer, fence)
+	if xerr != nil {
+		at.ErrorClass = ClassNoCode
+		r.emit(Event{Type: EventGenerated, Attempt: n, Phase: PhaseCode, ErrorClass: ClassNoCode, DurationMS: ms(t0)})
+		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: r.a.redact.String(answer)},
+			r.user(render("nocode.txt", r.feedbackData(n))))
+		r.fail(n, ClassNoCode, "the answer held no code block")
+		return at, false, nil
+	}
+	code := x.Code
+	at.Code = r.a.redact.String(code)
+	r.res.Code = at.Code
+	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: "```" + fence + "\n" + at.Code + "```"})
+	r.emit(Event{Type: EventGenerated, Attempt: n, Phase: PhaseCode, Code: at.Code, DurationMS: ms(t0)})
+
+	findings, err := r.check(ctx, n, PhaseCode, code)
+	if err != nil {
+		return at, false, err
+	}
+	at.Check = findings
+	if len(findings) > 0 {
+		at.ErrorClass = ClassifyFindings(findings)
+		d := r.feedbackData(n)
+		d["Findings"] = findings
+		r.say(render("safety.txt", d))
+		r.fail(n, at.ErrorClass, "rejected by the checker: "+findings[0].Message)
+		return at, false, nil
+	}
+	if err := r.ws.WriteFile(r.a.SolutionFile(), []byte(code)); err != nil {
+		return at, false, err
+	}
+
+	if r.tests != "" {
+		res, class, err := r.exec(ctx, n, PhaseCode, true)
+		if err != nil {
+			return at, false, err
+		}
+		at.TestResult = resultJSON(res)
+		if class != ClassNone {
+			at.ErrorClass = class
+			r.debug(n, class, at.Code, res, true)
+			return at, false, nil
+		}
+		if r.userTests {
+			r.res.Output = string(res.Stdout)
+			return at, true, nil
+		}
+	}
+	phase := PhaseCode
+	if r.tests != "" {
+		phase = PhaseProgram
+	}
+	res, class, err := r.exec(ctx, n, phase, false)
+	if err != nil {
+		return at, false, err
+	}
+	at.Result = resultJSON(res)
+	r.res.Output = string(res.Stdout)
+	if class != ClassNone {
+		at.ErrorClass = class
+		r.debug(n, class, at.Code, res, false)
+		return at, false, nil
+	}
+	if !r.a.cfg.Verify || r.tests != "" {
+		return at, true, nil
+	}
+	v, err := r.verify(ctx, n, at.Code, res)
+	if err != nil {
+		return at, false, err
+	}
+	at.Verdict = &v
+	if !v.TaskComplete {
+		at.ErrorClass = ClassIncomplete
+		d := r.feedbackData(n)
+		d["Missing"] = v.Missing
+		d["Stdout"] = r.clip(res.Stdout)
+		d["Artifacts"] = r.artifactList()
+		r.say(render("incomplete.txt", d))
+		r.fail(n, ClassIncomplete, "ran, but "+v.Missing)
+		return at, false, nil
+	}
+	return at, true, nil
+}
+
+// check runs the static checker and emits its event.
+func (r *run) check(ctx context.Context, n int, phase, code string) ([]safety.Finding, error) {
+	t0 := time.Now()
+	rep, err := r.a.deps.Checker.Check(ctx, r.a.safeLang, []byte(code))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("static check: %w", err)
+	}
+	findings := make([]safety.Finding, len(rep.Findings))
+	for i, f := range rep.Findings {
+		f.Text = r.a.redact.String(f.Text)
+		findings[i] = f
+	}
+	safe := len(findings) == 0
+	r.emit(Event{Type: EventChecked, Attempt: n, Phase: phase, Findings: findings, Safe: &safe,
+		ErrorClass: ClassifyFindings(findings), DurationMS: ms(t0)})
+	return findings, nil
+}
+
+// pytestCommand runs the tests in the workspace.
+var pytestCommand = []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", TestFileName}
+
+// exec runs the program (or, with tests, pytest) in the sandbox, redacts
+// its output, classifies it and emits the executed event.
+func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbox.Result, ErrorClass, error) {
+	cmd := r.a.lang.Command(sandbox.WorkspacePath + "/" + r.a.SolutionFile())
+	if tests {
+		cmd = pytestCommand
+	}
+	env := make(map[string]string, len(r.a.lang.Env)+len(r.a.cfg.Env))
+	for k, v := range r.a.lang.Env {
+		env[k] = v
+	}
+	for k, v := range r.a.cfg.Env {
+		env[k] = v
+	}
+	res, err := r.a.deps.Sandbox.Run(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Env: env, Limits: r.a.cfg.Limits})
+	if err != nil {
+		return res, "", fmt.Errorf("run the program: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, "", err
+	}
+	res.Stdout, res.Stderr = r.a.redact.Bytes(res.Stdout), r.a.redact.Bytes(res.Stderr)
+	var class ErrorClass
+	if tests {
+		class = classifyTests(res)
+	} else {
+		class = Classify(res, string(res.Stderr))
+	}
+	r.emit(Event{Type: EventExecuted, Attempt: n, Phase: phase, Result: resultJSON(res), ErrorClass: class,
+		DurationMS: res.WallTime.Milliseconds()})
+	return res, class, nil
+}
+
+// classifyTests classes a pytest run: the exception a failing test raised,
+// or assertion when tests simply failed.
+func classifyTests(res sandbox.Result) ErrorClass {
+	c := Classify(res, string(res.Stdout)+"\n"+string(res.Stderr))
+	if c == ClassRuntime && res.Status == sandbox.StatusError && res.ExitCode == 1 {
+		return ClassAssertion
+	}
+	return c
+}
+
+// debug feeds a failed run back to the model.
+func (r *run) debug(n int, class ErrorClass, code string, res sandbox.Result, tests bool) {
+	d := r.feedbackData(n)
+	d["Class"], d["Hint"] = class, classHints[class]
+	d["Numbered"] = numbered(code)
+	d["Stdout"], d["Stderr"], d["TestOutput"] = r.clip(res.Stdout), r.clip(res.Stderr), ""
+	problem := fmt.Sprintf("The program exited with status %d.", res.ExitStatus())
+	if res.Status != sandbox.StatusError && res.Message != "" {
+		problem = "The program was stopped: " + res.Message + "."
+	}
+	detail := lastLine(string(res.Stderr))
+	if tests {
+		problem = fmt.Sprintf("The tests failed (pytest exit status %d).", res.ExitStatus())
+		d["TestOutput"], d["Stdout"] = d["Stdout"], ""
+		detail = failedTestLine(string(res.Stdout))
+	}
+	if res.StdoutTruncated || res.StderrTruncated {
+		problem += " Its output was cut at the sandbox's output limit."
+	}
+	d["Problem"] = problem
+	r.say(render("debug.txt", d))
+	if detail == "" || class == ClassTimeout || class == ClassMemory {
+		detail = strings.TrimSuffix(problem, ".")
+	}
+	r.fail(n, class, detail)
+}
+
+// failedTestLine picks pytest's first "FAILED ..." summary line, else the
+// last line.
+func failedTestLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "FAILED ") || strings.HasPrefix(l, "ERROR ") {
+			return cutRunes(l, 200)
+		}
+	}
+	return lastLine(out)
+}
+
+func (r *run) feedbackData(n int) map[string]any {
+	return map[string]any{
+		"Attempt": n, "Max": r.a.cfg.MaxIterations, "Left": r.a.cfg.MaxIterations - n,
+		"Fence": r.a.lang.Name, "File": r.a.SolutionFile(),
+	}
+}
+
+// fail records a one-line summary of a failed attempt for a fresh start.
+func (r *run) fail(n int, class ErrorClass, detail string) {
+	r.failures = append(r.failures, fmt.Sprintf("attempt %d (%s): %s", n, class, cutRunes(detail, 300)))
+}
+
+// chat sends one request and counts its usage. An answer cut off at the
+// token limit or empty is passed on (the loop treats it as a bad answer);
+// other provider errors end the run.
+func (r *run) chat(ctx context.Context, system string, msgs []llm.Message, asJSON bool) (string, error) {
+	cfg := r.a.cfg
+	resp, err := r.a.deps.Provider.Chat(ctx, llm.Request{
+		Model: cfg.Model, System: system, Messages: msgs, JSON: asJSON,
+		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
+	})
+	r.res.Usage.add(resp.Usage)
+	if err != nil {
+		switch llm.KindOf(err) {
+		case llm.KindTruncated, llm.KindEmptyAnswer:
+			r.a.log.Warn("bad answer from the model", "err", err)
+			return resp.Text, nil
+		}
+		if ctx.Err() != nil {
+			return "", errors.Join(ctx.Err(), err)
+		}
+		return "", err
+	}
+	for _, note := range resp.Notes {
+		r.a.log.Warn(note)
+	}
+	return resp.Text, nil
+}
+
+func (r *run) user(s string) llm.Message {
+	return llm.Message{Role: llm.RoleUser, Content: r.a.redact.String(s)}
+}
+
+func (r *run) say(s string) { r.msgs = append(r.msgs, r.user(s)) }
+
+// clip cuts output to the budget for the model.
+func (r *run) clip(b []byte) string {
+	return Clip(strings.ToValidUTF8(string(b), "\uFFFD"), r.a.cfg.OutputBudget, r.a.cfg.OutputBudget)
+}
+
+// exclude drops the agent's own files from artifacts and descriptions.
+func (r *run) exclude(rel string) bool {
+	return rel == r.a.SolutionFile() || rel == TestFileName
+}
+
+// emit sends e to the observer.
+func (r *run) emit(e Event) {
+	if r.a.deps.Observer == nil {
+		return
+	}
+	e.Time = time.Now().UTC()
+	if e.MaxAttempts == 0 {
+		e.MaxAttempts = r.a.cfg.MaxIterations
+		if e.Phase == PhaseTests {
+			e.MaxAttempts = r.a.cfg.MaxTestRounds
+		}
+	}
+	r.a.deps.Observer.Event(e)
+}
+
+// finish lists the artifacts and emits the done event.
+func (r *run) finish(err error, started time.Time) {
+	if r.before.Files != nil {
+		arts, skipped, aerr := r.ws.Changes(r.before, r.a.cfg.Artifacts, r.exclude)
+		if aerr != nil {
+			r.a.log.Warn("listing artifacts failed", "err", aerr)
+		}
+		if arts != nil {
+			r.res.Artifacts = arts
+		}
+		r.res.Skipped = skipped
+	}
+	if err != nil {
+		r.res.Message = r.a.redact.String(err.Error())
+	}
+	ok := r.res.Success
+	r.emit(Event{Type: EventDone, Attempt: r.res.Attempts, Success: &ok, Message: r.res.Message, DurationMS: ms(started)})
+}
+
+// resultJSON is the exec --json form of an (already redacted) result.
+func resultJSON(res sandbox.Result) *sandbox.ResultJSON {
+	j := res.JSON()
+	return &j
+}
+
+func ms(t time.Time) int64 { return time.Since(t).Milliseconds() }

@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// verify asks the model, in a request of its own, whether a successful
+// run completed the task.
+func (r *run) verify(ctx context.Context, n int, code string, res sandbox.Result) (Verdict, error) {
+	t0 := time.Now()
+	prompt := render("verify.txt", map[string]any{
+		"Task": r.task.Prompt, "Fence": r.a.lang.Name, "Code": code,
+		"Stdout": r.clip(res.Stdout), "Stderr": r.clip(res.Stderr), "Artifacts": r.artifactList(),
+	})
+	text, err := r.chat(ctx, render("verify_system.txt", nil), []llm.Message{r.user(prompt)}, true)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := ParseVerdict(text)
+	v.Missing = r.a.redact.String(v.Missing)
+	class := ClassNone
+	if !v.TaskComplete {
+		class = ClassIncomplete
+	}
+	r.emit(Event{Type: EventVerified, Attempt: n, Phase: PhaseCode, Verdict: &v, ErrorClass: class, DurationMS: ms(t0)})
+	return v, nil
+}
+
+var verdictField = regexp.MustCompile(`"task_complete"\s*:\s*(true|false)`)
+
+// ParseVerdict reads the verifier's answer: a JSON object
+// {"task_complete": bool, "missing": string}, possibly wrapped in prose or a
+// code fence. An answer it cannot read counts as complete, with a Note, so
+// that a verifier's format trouble never costs the program an attempt.
+func ParseVerdict(text string) Verdict {
+	var raw struct {
+		TaskComplete *bool `json:"task_complete"`
+		Missing      any   `json:"missing"`
+	}
+	if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
+		if json.Unmarshal([]byte(text[i:j+1]), &raw) == nil && raw.TaskComplete != nil {
+			v := Verdict{TaskComplete: *raw.TaskComplete}
+			switch m := raw.Missing.(type) {
+			case string:
+				v.Missing = m
+			case nil:
+			default:
+				b, _ := json.Marshal(m)
+				v.Missing = string(b)
+			}
+			return finishVerdict(v)
+		}
+	}
+	if m := verdictField.FindStringSubmatch(text); m != nil {
+		return finishVerdict(Verdict{TaskComplete: m[1] == "true", Missing: ""})
+	}
+	return Verdict{TaskComplete: true, Note: "the verifier's answer was not understood: " + cutRunes(strings.TrimSpace(text), 200)}
+}
+
+func finishVerdict(v Verdict) Verdict {
+	v.Missing = cutRunes(strings.TrimSpace(v.Missing), 1000)
+	if v.TaskComplete {
+		v.Missing = ""
+	} else if v.Missing == "" {
+		v.Missing = "the verifier gave no reason; check that the output shows every result the task asks for"
+	}
+	return v
+}
+
+// artifactList names the files created or changed so far, for prompts.
+func (r *run) artifactList() string {
+	arts, _, err := r.ws.Changes(r.before, r.a.cfg.Artifacts, r.exclude)
+	if err != nil || len(arts) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(arts))
+	for i, a := range arts {
+		if i == 30 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(arts)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d bytes)", strings.ToValidUTF8(strings.Map(printable, a.Path), "?"), a.Size))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printable replaces control characters, so that a file name cannot add
+// lines to a prompt.
+func printable(r rune) rune {
+	if r < 0x20 || r == 0x7f {
+		return '?'
+	}
+	return r
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/codeagent/codeagent/agent"
+)
+
+// progress renders the agent's events as live progress lines on a
+// terminal: one line per attempt, growing as it goes
+// ("attempt 2/5 · checking · running · verifying ✓").
+type progress struct {
+	mu   sync.Mutex
+	w    io.Writer
+	mode progressMode
+	open bool // a line is in progress
+}
+
+// progressMode says what follows a successful execution.
+type progressMode int
+
+const (
+	modePlain    progressMode = iota // nothing: the attempt succeeded
+	modeVerify                       // the verifier
+	modeTests                        // generated tests passed: the program runs next
+	modeTestFile                     // the user's tests passed: done
+)
+
+func newProgress(w io.Writer, mode progressMode) *progress { return &progress{w: w, mode: mode} }
+
+// Event implements agent.Observer.
+func (p *progress) Event(e agent.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var s string
+	switch e.Type {
+	case agent.EventAttemptStart:
+		p.endLine()
+		what := "attempt"
+		if e.Phase == agent.PhaseTests {
+			what = "tests"
+		}
+		s = fmt.Sprintf("%s %d/%d", what, e.Attempt, e.MaxAttempts)
+		if e.FreshStart {
+			s += " (fresh start)"
+		}
+		s += " · generating"
+		p.open = true
+	case agent.EventGenerated:
+		if e.ErrorClass != "" {
+			s = p.failed(e.ErrorClass, "")
+		} else {
+			s = " · checking"
+		}
+	case agent.EventChecked:
+		if e.Safe != nil && !*e.Safe {
+			detail := ""
+			if len(e.Findings) > 0 {
+				detail = fmt.Sprintf("line %d: %s", e.Findings[0].Line, e.Findings[0].Message)
+			}
+			s = p.failed(e.ErrorClass, detail)
+		} else if e.Phase == agent.PhaseTests {
+			s = " · running against a stub"
+		} else {
+			s = " · running"
+		}
+	case agent.EventExecuted:
+		s = p.executed(e)
+	case agent.EventVerified:
+		if e.Verdict != nil && !e.Verdict.TaskComplete {
+			s = p.failed(agent.ClassIncomplete, e.Verdict.Missing)
+		} else {
+			s = " ✓"
+			p.open = false
+			s += "\n"
+		}
+	case agent.EventDone:
+		p.endLine()
+		if e.Success != nil && *e.Success {
+			s = fmt.Sprintf("done: success after %d attempt(s) in %.1fs\n", e.Attempt, float64(e.DurationMS)/1000)
+		} else {
+			s = fmt.Sprintf("done: failed after %d attempt(s): %s\n", e.Attempt, e.Message)
+		}
+	}
+	io.WriteString(p.w, s)
+}
+
+func (p *progress) executed(e agent.Event) string {
+	if e.Phase == agent.PhaseTests {
+		if e.Result != nil && e.Result.Status == "error" && e.Result.ExitCode == 1 {
+			p.open = false
+			return " · they fail on the stub, as they should ✓\n"
+		}
+		if e.ErrorClass == "" {
+			return p.failed(agent.ClassVacuousTests, "the tests pass against a stub")
+		}
+	}
+	if e.ErrorClass != "" {
+		detail := ""
+		if e.Result != nil {
+			detail = e.Result.Message
+			if e.Result.Status == "error" {
+				detail = lastNonEmpty(e.Result.Stderr)
+				if p.mode != modeVerify && p.mode != modePlain && e.Phase == agent.PhaseCode {
+					detail = lastNonEmpty(e.Result.Stdout) // pytest's summary
+				}
+			}
+		}
+		return p.failed(e.ErrorClass, detail)
+	}
+	switch {
+	case e.Phase == agent.PhaseProgram:
+	case p.mode == modeVerify:
+		return " · verifying"
+	case p.mode == modeTests:
+		return " · tests pass · running the program"
+	case p.mode == modeTestFile:
+		p.open = false
+		return " · tests pass ✓\n"
+	}
+	p.open = false
+	return " ✓\n"
+}
+
+// failed ends the line with the error class and a short detail.
+func (p *progress) failed(class agent.ErrorClass, detail string) string {
+	p.open = false
+	detail = strings.TrimSpace(detail)
+	if r := []rune(detail); len(r) > 100 {
+		detail = string(r[:100]) + "..."
+	}
+	if detail != "" {
+		return fmt.Sprintf(" ✗ %s: %s\n", class, detail)
+	}
+	return fmt.Sprintf(" ✗ %s\n", class)
+}
+
+func (p *progress) endLine() {
+	if p.open {
+		io.WriteString(p.w, "\n")
+		p.open = false
+	}
+}
+
+func lastNonEmpty(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// Bounds on what run reads from the user.
+const (
+	maxInputFile = 1 << 30  // one --file
+	maxTestFile  = 10 << 20 // --test-file
+)
+
+// runOptions are the inputs of `codeagent run`.
+type runOptions struct {
+	Task            string
+	Provider        *providerFlags
+	MaxIterations   int
+	FreshStartAfter int
+	Files           []string
+	Workdir         string
+	Out             string
+	Tests           bool
+	TestFile        string
+	NoVerify        bool
+	Lang            string
+	Limits          sandbox.Limits
+	JSON            bool
+	Events          string // "", "-" (stdout) or a file
+	Progress        bool   // force live progress on stderr
+	Backend         string
+	AllowWeak       bool
+	Getenv          func(string) string
+}
+
+// repeated collects a repeatable string flag.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }
+
+func cmdRun(ctx context.Context, s stdio, args []string) int {
+	fs := newFlagSet("run", s)
+	fs.Usage = func() {
+		fmt.Fprintln(s.err, "usage: codeagent run [flags] \"TASK\"\n\nTurn a task into working code: generate, check, run in the sandbox, verify, debug.\nExit status: 0 on success, 1 when the task was not achieved within the budget,\n2 for usage or configuration errors, 3 when the model provider failed.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	o := runOptions{Getenv: os.Getenv, Limits: sandbox.DefaultLimits()}
+	o.Provider = addProviderFlags(fs)
+	fs.IntVar(&o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, "attempts at the program")
+	fs.IntVar(&o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, "failed repairs in a row before starting afresh from the task (0: never)")
+	fs.Var((*repeated)(&o.Files), "file", "copy an input file into the workspace (repeatable)")
+	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
+	fs.StringVar(&o.Out, "out", "", "copy the files the program created (and the program, when it succeeded) to this directory")
+	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write pytest tests first, then code until they pass")
+	fs.StringVar(&o.TestFile, "test-file", "", "pytest tests to pass (they import from solution); success means they pass")
+	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
+	fs.StringVar(&o.Lang, "lang", "python", "language: python, javascript or bash")
+	fs.DurationVar(&o.Limits.WallTime, "timeout", o.Limits.WallTime, "wall-clock limit of each program run")
+	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB)")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the outcome and the history")
+	fs.StringVar(&o.Events, "events", "", "write one JSON line per step to FILE, or - for stdout")
+	fs.BoolVar(&o.Progress, "progress", false, "show live progress on stderr even when it is not a terminal")
+	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
+		fmt.Fprintln(s.err, "codeagent run: give the task as one quoted argument, after the flags")
+		fs.Usage()
+		return exitUsage
+	}
+	o.Task = fs.Arg(0)
+	if err := o.validate(fs); err != nil {
+		return exitCodeFor(s.err, err)
+	}
+	res, err := runRun(ctx, o, s)
+	return runExit(s, o, res, err)
+}
+
+// validate checks flag combinations.
+func (o *runOptions) validate(fs *flag.FlagSet) error {
+	switch {
+	case o.MaxIterations < 1 || o.MaxIterations > 100:
+		return usagef("--max-iterations %d: want 1 to 100", o.MaxIterations)
+	case o.Tests && o.TestFile != "":
+		return usagef("--tests and --test-file exclude each other: the model writes tests, or you give them")
+	case o.Events == "-" && o.JSON:
+		return usagef("--events - and --json both want stdout: write the events to a file")
+	case o.Limits.WallTime <= 0:
+		return usagef("--timeout must be positive")
+	}
+	if o.FreshStartAfter == 0 {
+		o.FreshStartAfter = -1 // 0 on the command line means never
+	}
+	return nil
+}
+
+// runRun sets up the workspace, sandbox, checker and model, runs the agent
+// and copies the artifacts out. Errors before the run are usage errors
+// where the user can fix them.
+func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
+	cfg, err := o.Provider.resolve(o.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	var testCode string
+	if o.TestFile != "" {
+		b, err := readSmallFile(o.TestFile, maxTestFile)
+		if err != nil {
+			return nil, usagef("--test-file: %w", err)
+		}
+		testCode = string(b)
+	}
+	ws, err := workspace.New(o.Workdir)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	defer ws.Close()
+	for _, f := range o.Files {
+		if _, err := ws.CopyIn(f, maxInputFile); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	logger := newLogger(s.err)
+	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: logger})
+	if errors.Is(err, backends.ErrUnknown) {
+		return nil, usageError{err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	checker, err := safety.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer checker.Close()
+	meter := &llm.Meter{}
+	provider, err := newProvider(cfg, logger, meter)
+	if err != nil {
+		return nil, err
+	}
+	obs, closeEvents, err := runObservers(o, s)
+	if err != nil {
+		return nil, err
+	}
+	defer closeEvents()
+	a, err := agent.New(agent.Config{
+		MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
+		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests,
+		Secrets: []string{cfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)},
+	}, agent.Deps{Provider: provider, Sandbox: sb, Checker: checker, Logger: logger, Observer: obs})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	res, err := a.Run(ctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode})
+	if n := meter.Requests(); n > 0 { // the meter also counts retried requests
+		u := meter.Total()
+		res.Usage = agent.Usage{Requests: n, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total()}
+	}
+	if o.Out != "" {
+		// The program goes along only when it succeeded: after a rejected
+		// attempt the file in the workspace is an older program.
+		arts := res.Artifacts
+		if res.Success {
+			arts = append([]workspace.Artifact{{Path: a.SolutionFile()}}, arts...)
+			if o.TestFile != "" || o.Tests {
+				arts = append(arts, workspace.Artifact{Path: agent.TestFileName})
+			}
+		}
+		if _, cerr := ws.CopyOut(arts, o.Out, 0); cerr != nil {
+			fmt.Fprintf(s.err, "codeagent: copying to %s: %v\n", o.Out, cerr)
+		}
+	}
+	return res, err
+}
+
+// runObservers builds the progress renderer and the event writer.
+func runObservers(o runOptions, s stdio) (agent.Observer, func(), error) {
+	var obs []agent.Observer
+	closeFn := func() {}
+	if o.Progress || isTerminal(s.err) {
+		mode := modeVerify
+		switch {
+		case o.TestFile != "":
+			mode = modeTestFile
+		case o.Tests:
+			mode = modeTests
+		case o.NoVerify:
+			mode = modePlain
+		}
+		obs = append(obs, newProgress(s.err, mode))
+	}
+	switch o.Events {
+	case "":
+	case "-":
+		obs = append(obs, agent.NewJSONLines(s.out))
+	default:
+		f, err := os.OpenFile(o.Events, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, nil, usagef("--events: %w", err)
+		}
+		obs = append(obs, agent.NewJSONLines(f))
+		closeFn = func() { f.Close() }
+	}
+	return agent.Observers(obs...), closeFn, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func readSmallFile(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %s", name, sandbox.FormatSize(max))
+	}
+	return b, nil
+}
+
+// runExit prints the outcome and returns the exit status.
+func runExit(s stdio, o runOptions, res *agent.Result, err error) int {
+	if res == nil {
+		return exitCodeFor(s.err, err)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(s.out)
+		enc.SetIndent("", "  ")
+		if eerr := enc.Encode(res); eerr != nil && err == nil {
+			err = eerr
+		}
+	} else if o.Events != "-" {
+		printRun(s.out, res, o)
+	}
+	var setup *sandbox.SetupError
+	switch {
+	case errors.As(err, &setup):
+		fmt.Fprintf(s.err, "codeagent: %v\n", err)
+		return exitSandbox
+	case err != nil:
+		return exitCodeFor(s.err, err)
+	case !res.Success:
+		fmt.Fprintf(s.err, "codeagent: %s\n", res.Message)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// printRun is the human form of the outcome: the code, the program's
+// output and the artifacts.
+func printRun(w io.Writer, res *agent.Result, o runOptions) {
+	var b strings.Builder
+	if res.Code != "" {
+		fmt.Fprintf(&b, "── code ──\n%s", res.Code)
+		if !strings.HasSuffix(res.Code, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("── output ──\n")
+	b.WriteString(res.Output)
+	if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString("── artifacts ──\n")
+	if len(res.Artifacts) == 0 {
+		b.WriteString("(none)\n")
+	}
+	for _, a := range res.Artifacts {
+		fmt.Fprintf(&b, "%s (%s, %s)\n", a.Path, sandbox.FormatSize(a.Size), a.Change)
+	}
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(&b, "skipped %s: %s\n", sk.Path, sk.Reason)
+	}
+	if o.Out != "" {
+		fmt.Fprintf(&b, "copied to %s\n", o.Out)
+	}
+	status := "failed"
+	if res.Success {
+		status = "success"
+	}
+	fmt.Fprintf(&b, "── %s after %d attempt(s), %d model requests, %d tokens ──\n", status, res.Attempts, res.Usage.Requests, res.Usage.TotalTokens)
+	io.WriteString(w, b.String())
+}

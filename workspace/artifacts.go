@@ -1,0 +1,240 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"syscall"
+)
+
+// Limits bound walking a workspace and collecting its artifacts. Zero
+// fields take the defaults of DefaultLimits.
+type Limits struct {
+	// MaxEntries bounds the entries a snapshot walks.
+	MaxEntries int
+	// MaxFiles bounds the artifacts listed.
+	MaxFiles int
+	// MaxTotal bounds the total size of the artifacts listed and copied.
+	MaxTotal int64
+}
+
+// DefaultLimits: 20 000 entries walked, 200 artifacts, 100 MiB in total.
+func DefaultLimits() Limits {
+	return Limits{MaxEntries: 20000, MaxFiles: 200, MaxTotal: 100 << 20}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = d.MaxEntries
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = d.MaxFiles
+	}
+	if l.MaxTotal <= 0 {
+		l.MaxTotal = d.MaxTotal
+	}
+	return l
+}
+
+// FileState is what a snapshot remembers of one regular file.
+type FileState struct {
+	Size    int64
+	ModTime int64 // nanoseconds
+	Mode    fs.FileMode
+}
+
+// Snapshot maps slash-separated relative paths of regular files to their
+// state. Symbolic links, devices, FIFOs and sockets are never in it.
+type Snapshot struct {
+	Files map[string]FileState
+	// Skipped lists entries that are not regular files, and Truncated says
+	// the walk stopped at MaxEntries.
+	Skipped   []Skipped
+	Truncated bool
+}
+
+// Artifact is a file that a program created or changed.
+type Artifact struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Change string `json:"change"` // "new" or "changed"
+}
+
+// Skipped is an entry left out of the artifacts, with the reason.
+type Skipped struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// noise are directories that interpreters and test runners leave behind.
+var noise = map[string]bool{"__pycache__": true, ".pytest_cache": true, "node_modules": true}
+
+// Snapshot walks the workspace without following symbolic links.
+func (w *Workspace) Snapshot(lim Limits) (Snapshot, error) {
+	lim = lim.withDefaults()
+	root, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	s := Snapshot{Files: map[string]FileState{}}
+	n := 0
+	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if rel == "." {
+				return err
+			}
+			return nil // unreadable entry: leave it out
+		}
+		if rel == "." {
+			return nil
+		}
+		if n++; n > lim.MaxEntries {
+			s.Truncated = true
+			return fs.SkipAll
+		}
+		t := d.Type()
+		switch {
+		case t.IsDir():
+			if noise[d.Name()] {
+				return fs.SkipDir
+			}
+			return nil
+		case t&fs.ModeSymlink != 0:
+			s.Skipped = append(s.Skipped, Skipped{rel, "symbolic link"})
+			return nil
+		case !t.IsRegular():
+			s.Skipped = append(s.Skipped, Skipped{rel, "not a regular file (" + t.Type().String() + ")"})
+			return nil
+		}
+		fi, err := d.Info() // lstat
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		s.Files[rel] = FileState{Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Mode: fi.Mode()}
+		return nil
+	})
+	return s, err
+}
+
+// Changes snapshots the workspace again and returns the regular files that
+// are new or changed since before, sorted by path, within lim (the rest is
+// in skipped with the reason). exclude, when non-nil, drops paths such as
+// the agent's own program file.
+func (w *Workspace) Changes(before Snapshot, lim Limits, exclude func(rel string) bool) (arts []Artifact, skipped []Skipped, err error) {
+	lim = lim.withDefaults()
+	after, err := w.Snapshot(lim)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, sk := range after.Skipped {
+		if exclude == nil || !exclude(sk.Path) {
+			skipped = append(skipped, sk)
+		}
+	}
+	if after.Truncated {
+		skipped = append(skipped, Skipped{".", fmt.Sprintf("more than %d entries; the rest were not examined", lim.MaxEntries)})
+	}
+	paths := make([]string, 0, len(after.Files))
+	for p := range after.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var total int64
+	for _, p := range paths {
+		st := after.Files[p]
+		change := "new"
+		if old, ok := before.Files[p]; ok {
+			if old == st {
+				continue
+			}
+			change = "changed"
+		}
+		if exclude != nil && exclude(p) {
+			continue
+		}
+		switch {
+		case len(arts) >= lim.MaxFiles:
+			skipped = append(skipped, Skipped{p, fmt.Sprintf("more than %d artifacts", lim.MaxFiles)})
+		case total+st.Size > lim.MaxTotal:
+			skipped = append(skipped, Skipped{p, fmt.Sprintf("artifacts over %d bytes in total", lim.MaxTotal)})
+		default:
+			total += st.Size
+			arts = append(arts, Artifact{Path: p, Size: st.Size, Change: change})
+		}
+	}
+	return arts, skipped, nil
+}
+
+// CopyOut copies the artifacts into the host directory dst (created if
+// missing), keeping their relative paths, and returns the paths copied.
+// Sources are opened inside the workspace without following links and must
+// still be regular files; destinations are created inside dst without
+// following links; at most maxTotal bytes are copied (0: the default).
+func (w *Workspace) CopyOut(arts []Artifact, dst string, maxTotal int64) ([]string, error) {
+	if maxTotal <= 0 {
+		maxTotal = DefaultLimits().MaxTotal
+	}
+	src, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	defer src.Close()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	out, err := os.OpenRoot(dst)
+	if err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	defer out.Close()
+	var copied []string
+	var errs []error
+	left := maxTotal
+	for _, a := range arts {
+		n, err := copyOne(src, out, a.Path, left)
+		left -= n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("copy %s: %w", a.Path, err))
+			continue
+		}
+		copied = append(copied, a.Path)
+	}
+	return copied, errors.Join(errs...)
+}
+
+func copyOne(src, dst *os.Root, rel string, left int64) (int64, error) {
+	if err := validRel(rel); err != nil {
+		return 0, err
+	}
+	in, fi, err := openRegular(src, rel)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	if fi.Size() > left {
+		return 0, fmt.Errorf("over the size limit for artifacts")
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := dst.MkdirAll(dir, 0o755); err != nil {
+			return 0, err
+		}
+	}
+	if old, err := dst.Lstat(rel); err == nil && !old.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s exists in the output directory and is not a regular file", rel)
+	}
+	out, err := dst.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, io.LimitReader(in, left))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}

@@ -1,0 +1,180 @@
+// Package workspace manages the directory a generated program runs in: it
+// creates or keeps it, copies inputs in under validated names, writes the
+// agent's own files without following links, snapshots it to list what a
+// program created or changed, and copies those artifacts out safely.
+//
+// Everything a sandboxed program leaves behind is hostile: symbolic links to
+// host files, FIFOs that block a reader, devices, huge files, deep trees.
+// Every access here goes through an os.Root (no path may resolve outside the
+// workspace), refuses to follow a final symbolic link, opens without
+// blocking, checks the file type on the open descriptor, and is bounded in
+// count and size.
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+)
+
+// Workspace is one directory on the host, mounted into the sandbox.
+type Workspace struct {
+	// Dir is the absolute host path.
+	Dir  string
+	temp bool
+}
+
+// New returns the workspace at dir, created if missing, or a fresh
+// temporary directory when dir is "" (removed by Close).
+func New(dir string) (*Workspace, error) {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "codeagent-ws-")
+		if err != nil {
+			return nil, fmt.Errorf("create workspace: %w", err)
+		}
+		return &Workspace{Dir: tmp, temp: true}, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("workspace: %s is not a directory", abs)
+	}
+	return &Workspace{Dir: abs}, nil
+}
+
+// Temporary reports whether Close removes the directory.
+func (w *Workspace) Temporary() bool { return w.temp }
+
+// Close removes a temporary workspace; a kept one stays.
+func (w *Workspace) Close() error {
+	if !w.temp {
+		return nil
+	}
+	return os.RemoveAll(w.Dir)
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._ +-]{0,199}$`)
+
+// ValidName reports whether name is a plain file name the workspace accepts
+// for inputs and its own files: no directory, no "..", no leading dot or
+// dash, no control characters.
+func ValidName(name string) bool {
+	return nameRE.MatchString(name) && !strings.Contains(name, "..")
+}
+
+// validRel checks a slash-separated relative path of an artifact.
+func validRel(rel string) error {
+	if rel == "" || strings.HasPrefix(rel, "/") || strings.ContainsRune(rel, 0) {
+		return fmt.Errorf("invalid path %q", rel)
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if part == "" || part == "." || part == ".." {
+			return fmt.Errorf("invalid path %q", rel)
+		}
+	}
+	return nil
+}
+
+// WriteFile writes data to the plain file name in the workspace. Whatever
+// is there under that name (a file, a symbolic link to a host file, a
+// directory a program made) is removed first, and the new file is created
+// exclusively without following links, so a program cannot redirect the
+// write.
+func (w *Workspace) WriteFile(name string, data []byte) error {
+	if !ValidName(name) {
+		return fmt.Errorf("workspace: invalid file name %q", name)
+	}
+	root, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	if err := root.RemoveAll(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("workspace: replace %s: %w", name, err)
+	}
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fmt.Errorf("workspace: write %s: %w", name, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("workspace: write %s: %w", name, err)
+	}
+	return f.Close()
+}
+
+// CopyIn copies the host file src into the workspace under its base name
+// and returns that name. The name must be valid (see ValidName) and src a
+// regular file of at most maxSize bytes (0: no limit).
+func (w *Workspace) CopyIn(src string, maxSize int64) (string, error) {
+	name := filepath.Base(src)
+	if !ValidName(name) {
+		return "", fmt.Errorf("input %s: the file name must be plain letters, digits, '.', '_', '-', '+' or spaces", src)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", fmt.Errorf("input: %w", err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return "", fmt.Errorf("input: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("input %s is not a regular file", src)
+	}
+	if maxSize > 0 && fi.Size() > maxSize {
+		return "", fmt.Errorf("input %s is larger than %d bytes", src, maxSize)
+	}
+	root, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	if _, err := root.Lstat(name); err == nil {
+		return "", fmt.Errorf("input %s: %s is already in the workspace", src, name)
+	}
+	out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("input: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return "", fmt.Errorf("input %s: %w", src, err)
+	}
+	return name, out.Close()
+}
+
+// openRegular opens rel inside root for reading only if it is a regular
+// file: the final component is not followed, a FIFO does not block the open,
+// and the type is checked on the descriptor.
+func openRegular(root *os.Root, rel string) (*os.File, os.FileInfo, error) {
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	return f, fi, nil
+}
