@@ -148,6 +148,9 @@ type Task struct {
 	// TestCode, when set, are the user's pytest tests: they are written as
 	// test_solution.py, import from solution, and success means they pass.
 	TestCode string
+	// History summarises the earlier turns of a session (tasks, final code,
+	// outputs, files), so that a task can build on them.
+	History string
 }
 
 // Result is the outcome of a run. It is returned also with an error, as

@@ -125,7 +125,7 @@ func (r *run) loop(ctx context.Context) error {
 
 func (r *run) taskData(n int) map[string]any {
 	return map[string]any{
-		"Task": r.task.Prompt, "Files": r.files, "Tests": r.tests, "TestFile": TestFileName,
+		"Task": r.task.Prompt, "History": r.a.redact.String(r.task.History), "Files": r.files, "Tests": r.tests, "TestFile": TestFileName,
 		"Attempt": n, "Max": r.a.cfg.MaxIterations,
 	}
 }

@@ -73,6 +73,36 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
+// Overlay returns l with every non-zero field of o set over it: the layer
+// of explicit settings (flags) over a base (defaults, a manifest).
+func (l Limits) Overlay(o Limits) Limits {
+	if o.WallTime > 0 {
+		l.WallTime = o.WallTime
+	}
+	if o.CPUTime > 0 {
+		l.CPUTime = o.CPUTime
+	}
+	if o.Memory > 0 {
+		l.Memory = o.Memory
+	}
+	if o.Processes > 0 {
+		l.Processes = o.Processes
+	}
+	if o.Output > 0 {
+		l.Output = o.Output
+	}
+	if o.FileSize > 0 {
+		l.FileSize = o.FileSize
+	}
+	if o.Disk > 0 {
+		l.Disk = o.Disk
+	}
+	if o.OpenFiles > 0 {
+		l.OpenFiles = o.OpenFiles
+	}
+	return l
+}
+
 // ParseSize reads a byte size such as "256MiB", "1GB", "100m" or "4096".
 // Decimal units (KB, MB, GB) are powers of 1000, binary ones (KiB, MiB, GiB)
 // and single letters (k, m, g) powers of 1024.

@@ -16,14 +16,14 @@ import (
 // verdict, an execution result, a verification verdict. Data is the kind's
 // own JSON object.
 type Record struct {
-	Seq      int64
-	Time     time.Time
-	Session  string
-	RunID    string
-	Kind     string
-	Data     json.RawMessage
-	PrevHash string
-	Hash     string
+	Seq      int64           `json:"seq"`
+	Time     time.Time       `json:"time"`
+	Session  string          `json:"session"`
+	RunID    string          `json:"run_id"`
+	Kind     string          `json:"kind"`
+	Data     json.RawMessage `json:"data"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
 }
 
 // genesis is the previous hash of the first record.
@@ -128,4 +128,13 @@ func (s *Store) VerifyAudit(ctx context.Context) (int, error) {
 		prev = r.Hash
 	}
 	return len(recs), nil
+}
+
+// CountAudit counts the records of a kind for a session since a time; the
+// rate limit uses it to carry a session's executions across processes.
+func (s *Store) CountAudit(ctx context.Context, session, kind string, since time.Time) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit WHERE session = ? AND kind = ? AND ts >= ?`,
+		session, kind, since.UnixMilli()).Scan(&n)
+	return n, err
 }

@@ -12,12 +12,12 @@ import (
 
 // Session is a named workspace that turns build on.
 type Session struct {
-	ID        string
-	Name      string
-	Workspace string // host directory
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Turns     int
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Workspace string    `json:"workspace"` // host directory
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Turns     int       `json:"turns"`
 }
 
 func newID() string {

@@ -97,6 +97,10 @@ func TestSessionsAndTurns(t *testing.T) {
 	if err != nil || len(atts) != 2 || atts[0].ErrorClass != "name" || atts[0].Wall != 20*time.Millisecond || string(atts[1].Findings) != `[{"rule":"x"}]` {
 		t.Fatalf("attempts %+v, %v", atts, err)
 	}
+	st, err := s.SessionStats(ctx, sess.ID, "sales")
+	if err != nil || st.Turns != 2 || st.Succeeded != 1 || st.Attempts != 2 || st.ErrorClasses["name"] != 1 || st.FirstTry != 0 || st.AttemptsPerTurn != 1 {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
 	got, err := s.SessionByName(ctx, "sales")
 	if err != nil || got.Turns != 2 || got.Workspace != "/tmp/ws" {
 		t.Fatalf("session %+v, %v", got, err)

@@ -17,42 +17,43 @@ const (
 
 // Turn is one task given to the agent in a session.
 type Turn struct {
-	ID           string
-	SessionID    string
-	Seq          int
-	Task         string
-	Status       string
-	Code         string
-	Output       string
-	Attempts     int
-	InputTokens  int64
-	OutputTokens int64
-	ModelTime    time.Duration
-	SandboxTime  time.Duration
-	StartedAt    time.Time
-	FinishedAt   time.Time // zero while running
-	Artifacts    []Artifact
+	ID           string        `json:"id"`
+	SessionID    string        `json:"session_id"`
+	Seq          int           `json:"seq"`
+	Task         string        `json:"task"`
+	Status       string        `json:"status"`
+	Code         string        `json:"code"`
+	Output       string        `json:"output"`
+	Attempts     int           `json:"attempts"`
+	InputTokens  int64         `json:"input_tokens"`
+	OutputTokens int64         `json:"output_tokens"`
+	ModelTime    time.Duration `json:"model_ns"`
+	SandboxTime  time.Duration `json:"sandbox_ns"`
+	StartedAt    time.Time     `json:"started_at"`
+	FinishedAt   time.Time     `json:"finished_at"` // zero while running
+	Artifacts    []Artifact    `json:"artifacts"`
 }
 
 // Attempt is one program of a turn and what became of it.
 type Attempt struct {
-	N          int
-	Code       string
-	Findings   json.RawMessage // the checker's findings, as JSON
-	Status     string          // sandbox status; "" when the program did not run
-	ExitCode   int
-	Wall, CPU  time.Duration
-	PeakMemory int64
-	ErrorClass string
-	Verdict    string
-	CreatedAt  time.Time
+	N          int             `json:"n"`
+	Code       string          `json:"code"`
+	Findings   json.RawMessage `json:"findings"` // the checker's findings, as JSON
+	Status     string          `json:"status"`   // sandbox status; "" when the program did not run
+	ExitCode   int             `json:"exit_code"`
+	Wall       time.Duration   `json:"wall_ns"`
+	CPU        time.Duration   `json:"cpu_ns"`
+	PeakMemory int64           `json:"peak_memory_bytes"`
+	ErrorClass string          `json:"error_class"`
+	Verdict    string          `json:"verdict"`
+	CreatedAt  time.Time       `json:"created_at"`
 }
 
 // Artifact is a file a turn created or changed in the workspace.
 type Artifact struct {
-	Path   string
-	Size   int64
-	SHA256 string
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
 }
 
 // BeginTurn records a running turn at the end of a session.

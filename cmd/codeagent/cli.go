@@ -32,6 +32,9 @@ func commands() []command {
 		{"run", "turn a task into working code", cmdRun},
 		{"doctor", "show which isolation mechanisms this host offers", cmdDoctor},
 		{"check", "statically check code for unsafe constructs", cmdCheck},
+		{"sessions", "list, show, remove or prune sessions", cmdSessions},
+		{"log", "show or verify the audit log", cmdLog},
+		{"stats", "summarise attempts, successes and time per session", cmdStats},
 		{"version", "print the version", cmdVersion},
 	}
 }

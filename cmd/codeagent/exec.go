@@ -11,6 +11,7 @@ import (
 	"regexp"
 
 	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
 )
@@ -28,6 +29,7 @@ type execOptions struct {
 	JSON      bool
 	Backend   string
 	AllowWeak bool
+	Manifest  string // path of a manifest whose tool limits apply under the flags
 }
 
 func cmdExec(ctx context.Context, s stdio, args []string) int {
@@ -36,9 +38,9 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|-\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	o := execOptions{Env: map[string]string{}, Limits: sandbox.DefaultLimits()}
+	o := execOptions{Env: map[string]string{}}
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from the file extension)")
-	fs.DurationVar(&o.Limits.WallTime, "timeout", o.Limits.WallTime, "wall-clock limit")
+	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit (default 30s)")
 	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit (default 256MiB)")
 	fs.Var(sizeFlag{&o.Limits.Disk}, "disk", "limit for the workspace's growth and /tmp (default 100MiB)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
@@ -46,6 +48,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the result")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the language's tool must be listed; its limits apply under the flags")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -65,6 +68,19 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	limits := sandbox.DefaultLimits()
+	if o.Manifest != "" {
+		m, err := manifest.Load(o.Manifest)
+		if err != nil {
+			return sandbox.Result{}, usageError{err}
+		}
+		tool, err := m.ToolFor(language.Name)
+		if err != nil {
+			return sandbox.Result{}, usageError{err}
+		}
+		limits = tool.Limits(limits)
+	}
+	limits = limits.Overlay(o.Limits)
 	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)})
 	if errors.Is(err, backends.ErrUnknown) {
 		return sandbox.Result{}, usageError{err}
@@ -92,7 +108,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		Workspace: ws,
 		Files:     []sandbox.File{{Path: progPath, Data: code}},
 		Env:       env,
-		Limits:    o.Limits,
+		Limits:    limits,
 	}
 	if !o.JSON {
 		spec.Stdout, spec.Stderr = s.out, s.err

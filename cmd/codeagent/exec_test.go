@@ -202,3 +202,31 @@ func processesWith(s string) []string {
 	}
 	return out
 }
+
+func TestExecManifest(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "agent.yaml")
+	if err := os.WriteFile(m, []byte("agent:\n  tools:\n    - name: execute_python\n      timeout: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The manifest's 1 s timeout applies...
+	if code, _, errOut := runCLI(t, "", "exec", "--manifest", m, writeProgram(t, "spin.py", "while True: pass")); code != exitTimeout {
+		t.Fatalf("exit %d, want the manifest's timeout; stderr %s", code, errOut)
+	}
+	// ...a flag overrides it...
+	if code, _, _ := runCLI(t, "", "exec", "--manifest", m, "--timeout", "5s", writeProgram(t, "ok.py", "import time; time.sleep(1.5); print('done')")); code != 0 {
+		t.Fatalf("exit %d with --timeout over the manifest", code)
+	}
+	// ...and a tool it does not list is refused before it runs, naming the tool.
+	code, _, errOut := runCLI(t, "", "exec", "--manifest", m, writeProgram(t, "x.sh", "touch /workspace/ran"))
+	if code != exitUsage || !strings.Contains(errOut, "execute_bash") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	// A broken manifest is a usage error with file and line.
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("agent:\n  tools:\n    - name: execute_python\n      timout: 5\n"), 0o644)
+	code, _, errOut = runCLI(t, "", "exec", "--manifest", bad, writeProgram(t, "p.py", "print(1)"))
+	if code != exitUsage || !strings.Contains(errOut, "bad.yaml:4") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}

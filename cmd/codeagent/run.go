@@ -9,12 +9,16 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/sandbox/ratelimit"
+	"github.com/codeagent/codeagent/session"
+	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -43,7 +47,12 @@ type runOptions struct {
 	Progress        bool   // force live progress on stderr
 	Backend         string
 	AllowWeak       bool
+	Session         string // continue (or start) this session
+	DataDir         string
+	Manifest        string
 	Getenv          func(string) string
+
+	setFlags map[string]bool // flags given on the command line
 }
 
 // repeated collects a repeatable string flag.
@@ -58,7 +67,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 		fmt.Fprintln(s.err, "usage: codeagent run [flags] \"TASK\"\n\nTurn a task into working code: generate, check, run in the sandbox, verify, debug.\nExit status: 0 on success, 1 when the task was not achieved within the budget,\n2 for usage or configuration errors, 3 when the model provider failed.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	o := runOptions{Getenv: os.Getenv, Limits: sandbox.DefaultLimits()}
+	o := runOptions{Getenv: os.Getenv}
 	o.Provider = addProviderFlags(fs)
 	fs.IntVar(&o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, "attempts at the program")
 	fs.IntVar(&o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, "failed repairs in a row before starting afresh from the task (0: never)")
@@ -69,16 +78,21 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.TestFile, "test-file", "", "pytest tests to pass (they import from solution); success means they pass")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
 	fs.StringVar(&o.Lang, "lang", "python", "language: python, javascript or bash")
-	fs.DurationVar(&o.Limits.WallTime, "timeout", o.Limits.WallTime, "wall-clock limit of each program run")
+	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit of each program run (default 30s)")
 	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the outcome and the history")
 	fs.StringVar(&o.Events, "events", "", "write one JSON line per step to FILE, or - for stdout")
 	fs.BoolVar(&o.Progress, "progress", false, "show live progress on stderr even when it is not a terminal")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.StringVar(&o.Session, "session", "", "continue this session (same workspace, earlier turns in context); created if new")
+	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
+	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
+	o.setFlags = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.setFlags[f.Name] = true })
 	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
 		fmt.Fprintln(s.err, "codeagent run: give the task as one quoted argument, after the flags")
 		fs.Usage()
@@ -101,8 +115,15 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 		return usagef("--tests and --test-file exclude each other: the model writes tests, or you give them")
 	case o.Events == "-" && o.JSON:
 		return usagef("--events - and --json both want stdout: write the events to a file")
-	case o.Limits.WallTime <= 0:
+	case o.Limits.WallTime < 0 || (o.setFlags["timeout"] && o.Limits.WallTime == 0):
 		return usagef("--timeout must be positive")
+	case o.Session != "" && o.Workdir != "":
+		return usagef("--session and --workdir exclude each other: a session keeps its own workspace")
+	}
+	if o.Session != "" {
+		if err := checkSessionName(o.Session); err != nil {
+			return err
+		}
 	}
 	if o.FreshStartAfter == 0 {
 		o.FreshStartAfter = -1 // 0 on the command line means never
@@ -114,9 +135,29 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 // and copies the artifacts out. Errors before the run are usage errors
 // where the user can fix them.
 func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
+	m, policy, err := o.applyManifest()
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := o.Provider.resolve(o.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	dataDir, err := resolveDataDir(o.DataDir, o.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	sess, history, err := openSession(ctx, st, dataDir, o.Session)
+	if err != nil {
+		return nil, err
+	}
+	if sess != nil {
+		o.Workdir = sess.Workspace
 	}
 	var testCode string
 	if o.TestFile != "" {
@@ -145,7 +186,16 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		return nil, err
 	}
 	defer sb.Close()
-	checker, err := safety.New(nil)
+	perMinute := 0
+	if m != nil {
+		perMinute = m.Agent.Limits.ExecutionsPerMinute
+	}
+	limited := ratelimit.New(sb, perMinute)
+	if sess != nil {
+		recent, _ := st.CountAudit(ctx, sess.Name, "executed", time.Now().Add(-time.Minute))
+		limited.Spend(recent)
+	}
+	checker, err := safety.New(policy)
 	if err != nil {
 		return nil, err
 	}
@@ -160,18 +210,35 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		return nil, err
 	}
 	defer closeEvents()
+	turn := store.Turn{}
+	sessName := ""
+	if sess != nil {
+		if turn, err = st.BeginTurn(ctx, sess.ID, o.Task); err != nil {
+			return nil, err
+		}
+		sessName = sess.Name
+	}
+	runID := turn.ID
+	if runID == "" {
+		runID = newRunID()
+	}
+	rec := session.NewRecorder(ctx, st, sessName, turn.ID, runID, logger)
+	obs = agent.Observers(obs, rec)
 	a, err := agent.New(agent.Config{
 		MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
 		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests,
 		Secrets: []string{cfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)},
-	}, agent.Deps{Provider: provider, Sandbox: sb, Checker: checker, Logger: logger, Observer: obs})
+	}, agent.Deps{Provider: provider, Sandbox: limited, Checker: checker, Logger: logger, Observer: obs})
 	if err != nil {
 		return nil, usageError{err}
 	}
-	res, err := a.Run(ctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode})
+	res, err := a.Run(ctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode, History: history})
 	if n := meter.Requests(); n > 0 { // the meter also counts retried requests
 		u := meter.Total()
 		res.Usage = agent.Usage{Requests: n, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total()}
+	}
+	if sess != nil {
+		finishTurn(ctx, st, turn, res, rec, ws.Dir, logger)
 	}
 	if o.Out != "" {
 		// The program goes along only when it succeeded: after a rejected

@@ -69,3 +69,11 @@ func (l *Limiter) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 
 // Close closes the wrapped sandbox.
 func (l *Limiter) Close() error { return l.next.Close() }
+
+// Spend counts n executions made elsewhere (by an earlier process of the
+// same session) against the limit.
+func (l *Limiter) Spend(n int) {
+	if n > 0 {
+		l.lim.ReserveN(time.Now(), min(n, l.perMinute))
+	}
+}

@@ -1,0 +1,144 @@
+// Package session ties the agent to the store: it records a run's attempts
+// and every step in the audit log as the run goes (so that a killed process
+// loses at most the attempt under way), and summarises a session's earlier
+// turns for the model.
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/store"
+)
+
+// auditOutputBytes is how much of each output stream an audit record keeps;
+// the record also has the hash of the whole stream as the program wrote it
+// (up to the sandbox's output cap).
+const auditOutputBytes = 2048
+
+// Recorder is an agent.Observer that writes attempts to the store and each
+// step to the audit log. Write errors are logged, never fatal to the run.
+type Recorder struct {
+	ctx     context.Context
+	st      *store.Store
+	log     *slog.Logger
+	session string // name, in audit records
+	turnID  string // "" when the run is not part of a session
+	runID   string
+	n       int
+	cur     store.Attempt
+	model   time.Duration
+	sandbox time.Duration
+}
+
+var _ agent.Observer = (*Recorder)(nil)
+
+// NewRecorder records into st. session may be "" and turnID too (a run
+// outside any session is still audited).
+func NewRecorder(ctx context.Context, st *store.Store, session, turnID, runID string, log *slog.Logger) *Recorder {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// Records of a cancelled run are written all the same.
+	return &Recorder{ctx: context.WithoutCancel(ctx), st: st, log: log, session: session, turnID: turnID, runID: runID}
+}
+
+// Event implements agent.Observer.
+func (r *Recorder) Event(e agent.Event) {
+	switch e.Type {
+	case agent.EventAttemptStart:
+		r.n++
+		r.cur = store.Attempt{N: r.n}
+	case agent.EventGenerated:
+		r.cur.Code = e.Code
+		r.cur.ErrorClass = string(e.ErrorClass)
+		r.model += time.Duration(e.DurationMS) * time.Millisecond
+		r.audit("generated", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "code": e.Code,
+			"code_sha256": hash([]byte(e.Code)), "error_class": e.ErrorClass, "model_ms": e.DurationMS})
+		r.save()
+	case agent.EventChecked:
+		if f, err := json.Marshal(e.Findings); err == nil && len(e.Findings) > 0 {
+			r.cur.Findings = f
+		}
+		safe := e.Safe != nil && *e.Safe
+		if !safe {
+			r.cur.ErrorClass = string(e.ErrorClass)
+		}
+		r.audit("checked", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "safe": safe, "findings": e.Findings})
+		r.save()
+	case agent.EventExecuted:
+		if e.Result != nil {
+			res := e.Result
+			r.cur.Status, r.cur.ExitCode = res.Status, res.ExitCode
+			r.cur.Wall = time.Duration(res.WallMS) * time.Millisecond
+			r.cur.CPU = time.Duration(res.CPUMS) * time.Millisecond
+			r.cur.PeakMemory = res.PeakMemoryBytes
+			r.audit("executed", map[string]any{"attempt": e.Attempt, "phase": e.Phase,
+				"status": res.Status, "exit_code": res.ExitCode, "signal": res.Signal, "message": res.Message,
+				"wall_ms": res.WallMS, "cpu_ms": res.CPUMS, "peak_memory_bytes": res.PeakMemoryBytes,
+				"stdout_sha256": hash([]byte(res.Stdout)), "stderr_sha256": hash([]byte(res.Stderr)),
+				"stdout": head(res.Stdout), "stderr": head(res.Stderr),
+				"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated,
+				"error_class": e.ErrorClass})
+		}
+		r.cur.ErrorClass = string(e.ErrorClass)
+		r.sandbox += time.Duration(e.DurationMS) * time.Millisecond
+		r.save()
+	case agent.EventVerified:
+		if e.Verdict != nil {
+			if v, err := json.Marshal(e.Verdict); err == nil {
+				r.cur.Verdict = string(v)
+			}
+		}
+		r.cur.ErrorClass = string(e.ErrorClass)
+		r.model += time.Duration(e.DurationMS) * time.Millisecond
+		r.audit("verified", map[string]any{"attempt": e.Attempt, "verdict": e.Verdict, "model_ms": e.DurationMS})
+		r.save()
+	case agent.EventDone:
+		success := e.Success != nil && *e.Success
+		r.audit("done", map[string]any{"success": success, "message": e.Message, "duration_ms": e.DurationMS})
+	}
+}
+
+// save writes the attempt under way; each step overwrites the row.
+func (r *Recorder) save() {
+	if r.turnID == "" || r.cur.N == 0 {
+		return
+	}
+	if err := r.st.AddAttempt(r.ctx, r.turnID, r.cur); err != nil {
+		r.log.Warn("record attempt", "err", err)
+	}
+}
+
+func (r *Recorder) audit(kind string, data map[string]any) {
+	if _, err := r.st.Audit(r.ctx, r.session, r.runID, kind, data); err != nil {
+		r.log.Warn("audit", "kind", kind, "err", err)
+	}
+}
+
+func hash(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// head keeps the start of an output stream, cut at a character boundary.
+func head(s string) string {
+	if len(s) <= auditOutputBytes {
+		return s
+	}
+	cut := auditOutputBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// Totals are the time a run spent waiting for the model and in the
+// sandbox, summed from its events.
+func (r *Recorder) Totals() (model, sandbox time.Duration) { return r.model, r.sandbox }
