@@ -39,6 +39,16 @@ func openStore(ctx context.Context, dir string) (*store.Store, error) {
 	return store.Open(ctx, filepath.Join(dir, "codeagent.db"))
 }
 
+// openDataStore resolves --data-dir and opens its store.
+func openDataStore(ctx context.Context, dataDir string) (*store.Store, string, error) {
+	dir, err := resolveDataDir(dataDir, os.Getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := openStore(ctx, dir)
+	return st, dir, err
+}
+
 var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // checkSessionName refuses names that could not be a directory of their own.

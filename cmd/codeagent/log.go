@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -27,11 +26,7 @@ func cmdLog(ctx context.Context, s stdio, args []string) int {
 }
 
 func runLog(ctx context.Context, s stdio, dataDir, session string, asJSON, verify bool) error {
-	dir, err := resolveDataDir(dataDir, os.Getenv)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, dir)
+	st, _, err := openDataStore(ctx, dataDir)
 	if err != nil {
 		return err
 	}

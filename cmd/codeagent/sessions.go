@@ -60,11 +60,7 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 	if len(o.Names) != n {
 		return usagef("sessions %s takes %d name(s)", o.Verb, n)
 	}
-	dir, err := resolveDataDir(o.DataDir, os.Getenv)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, dir)
+	st, _, err := openDataStore(ctx, o.DataDir)
 	if err != nil {
 		return err
 	}

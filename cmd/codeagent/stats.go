@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"time"
 
@@ -26,11 +25,7 @@ func cmdStats(ctx context.Context, s stdio, args []string) int {
 }
 
 func runStats(ctx context.Context, s stdio, dataDir, session string, asJSON bool) error {
-	dir, err := resolveDataDir(dataDir, os.Getenv)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, dir)
+	st, _, err := openDataStore(ctx, dataDir)
 	if err != nil {
 		return err
 	}
