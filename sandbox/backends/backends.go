@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/docker"
 	"github.com/codeagent/codeagent/sandbox/namespace"
 )
 
@@ -17,15 +18,21 @@ type Options struct {
 	// AllowWeakIsolation accepts rlimits where cgroups are missing.
 	AllowWeakIsolation bool
 	// Warm is how many sandboxes to start ahead; 0 for a single execution.
-	Warm   int
-	Logger *slog.Logger
+	// For docker it is the number of idle containers per limits class.
+	Warm int
+	// Image is the docker backend's image; docker.DefaultImage when empty.
+	Image string
+	// DockerHost is the docker backend's engine address; empty means
+	// DOCKER_HOST or the default socket.
+	DockerHost string
+	Logger     *slog.Logger
 }
 
 // ErrUnknown is wrapped by Open's error for a name it does not know.
 var ErrUnknown = errors.New("unknown sandbox backend")
 
 // Names lists the backends that Open accepts, "auto" first.
-func Names() []string { return []string{"auto", "namespace"} }
+func Names() []string { return []string{"auto", "namespace", "docker"} }
 
 // Open returns the backend called name; "" and "auto" choose the namespace
 // backend. Errors from a backend that cannot run here are *sandbox.SetupError.
@@ -33,6 +40,12 @@ func Open(name string, opts Options) (sandbox.Sandbox, error) {
 	switch name {
 	case "", "auto", "namespace":
 		b, err := namespace.New(namespace.Config{AllowWeakIsolation: opts.AllowWeakIsolation, Warm: opts.Warm, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	case "docker":
+		b, err := docker.New(docker.Config{Image: opts.Image, Host: opts.DockerHost, Warm: opts.Warm, Logger: opts.Logger})
 		if err != nil {
 			return nil, err
 		}

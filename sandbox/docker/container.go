@@ -1,0 +1,279 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// Labels on everything the backend creates.
+const (
+	labelManaged = "io.codeagent.managed" // "true"
+	labelPool    = "io.codeagent.pool"    // the pool's id
+	labelCreated = "io.codeagent.created" // unix seconds
+	labelOwner   = "io.codeagent.owner"   // host/boot id/pid/start time of the creating process
+	labelState   = "io.codeagent.state"   // the pool's host state directory
+)
+
+// class is what a container fixes at creation: the limits that the engine
+// enforces (memory, processes, /tmp size, CPUs) and the image. Executions
+// with the same class can share a pool.
+type class struct {
+	Image     string
+	Memory    int64
+	Processes int
+	Disk      int64
+	CPUs      float64
+}
+
+func classOf(lim sandbox.Limits, cfg Config) class {
+	lim = lim.WithDefaults()
+	return class{Image: cfg.Image, Memory: lim.Memory, Processes: lim.Processes, Disk: lim.Disk, CPUs: cfg.CPUs}
+}
+
+func (c class) key() string {
+	return fmt.Sprintf("%s/m%d/p%d/d%d/c%g", c.Image, c.Memory, c.Processes, c.Disk, c.CPUs)
+}
+
+// maskedPaths replace the engine's list (which they include) and add /sys:
+// programs see no host devices, as in the namespace backend, which has no
+// /sys at all.
+var maskedPaths = []string{
+	"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+	"/sys/firmware", "/sys/devices/virtual/powercap", "/sys",
+}
+
+// box is one container with its host directories: ws is mounted read-write
+// at /workspace, code read-only at /code.
+type box struct {
+	id       string
+	dir      string
+	ws, code string
+	class    class
+	created  time.Time
+	cg       cgroupFiles // empty when the engine is not local
+}
+
+// createBox creates and starts a container of class c running `sleep
+// infinity`, ready for one exec.
+func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
+	dir, err := os.MkdirTemp(b.pool.dir, "box-")
+	if err != nil {
+		return nil, fmt.Errorf("create box directory: %w", err)
+	}
+	bx := &box{dir: dir, ws: filepath.Join(dir, "ws"), code: filepath.Join(dir, "code"), class: c, created: time.Now()}
+	if err := b.prepareDirs(bx); err != nil {
+		_ = removeTree(dir)
+		return nil, err
+	}
+	pids := int64(c.Processes)
+	sc, err := seccompOpt()
+	if err != nil {
+		_ = removeTree(dir)
+		return nil, err
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    slices.DeleteFunc([]string{"no-new-privileges", sc}, func(s string) bool { return s == "" }),
+		MaskedPaths:    maskedPaths,
+		IpcMode:        "private",
+		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", c.Disk)},
+		ShmSize:        min(c.Disk, 64<<20),
+		LogConfig:      container.LogConfig{Type: "none"},
+		Mounts: []mount.Mount{
+			{Type: mount.TypeBind, Source: bx.ws, Target: sandbox.WorkspacePath},
+			{Type: mount.TypeBind, Source: bx.code, Target: CodePath, ReadOnly: true},
+		},
+		Resources: container.Resources{
+			Memory:     c.Memory,
+			MemorySwap: c.Memory,
+			NanoCPUs:   int64(c.CPUs * 1e9),
+			PidsLimit:  &pids,
+			Ulimits:    []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
+		},
+	}
+	cfg := &container.Config{
+		Image:           c.Image,
+		Cmd:             []string{"sleep", "infinity"},
+		User:            b.user,
+		WorkingDir:      sandbox.WorkspacePath,
+		NetworkDisabled: true,
+		Labels:          b.labels(),
+	}
+	resp, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc})
+	if err != nil {
+		_ = removeTree(dir)
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	bx.id = resp.ID
+	if _, err := b.cli.ContainerStart(ctx, bx.id, client.ContainerStartOptions{}); err != nil {
+		b.destroy(bx)
+		return nil, fmt.Errorf("start container: %w", err)
+	}
+	if ins, err := b.cli.ContainerInspect(ctx, bx.id, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil && ins.Container.State.Pid > 0 {
+		if cg, err := findCgroup(ins.Container.State.Pid); err == nil {
+			bx.cg = cg
+		} else {
+			b.log.Debug("docker: container cgroup not visible; using the API", "err", err)
+		}
+	}
+	return bx, nil
+}
+
+// prepareDirs makes the box's host directories: the workspace owned by the
+// container's user, the code directory readable by it.
+func (b *Backend) prepareDirs(bx *box) error {
+	if err := os.Mkdir(bx.ws, 0o755); err != nil {
+		return fmt.Errorf("create staging directory: %w", err)
+	}
+	if err := os.Mkdir(bx.code, 0o755); err != nil {
+		return fmt.Errorf("create code directory: %w", err)
+	}
+	if b.chown >= 0 {
+		if err := os.Chown(bx.ws, b.chown, b.chown); err != nil {
+			return fmt.Errorf("chown staging directory: %w", err)
+		}
+	}
+	return nil
+}
+
+func (b *Backend) labels() map[string]string {
+	return map[string]string{
+		labelManaged: "true",
+		labelPool:    b.pool.id,
+		labelCreated: strconv.FormatInt(time.Now().Unix(), 10),
+		labelOwner:   b.owner,
+		labelState:   b.pool.dir,
+	}
+}
+
+// destroy removes a box's container and directories. It is synchronous;
+// callers run it in the background.
+func (b *Backend) destroy(bx *box) {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	if bx.id != "" {
+		if _, err := b.cli.ContainerRemove(ctx, bx.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
+			b.log.Warn("docker: remove container", "id", short(bx.id), "err", err)
+		}
+		b.oomKilled(bx.id, false) // forget a late event
+	}
+	if err := removeTree(bx.dir); err != nil {
+		b.log.Warn("docker: remove box directory", "dir", bx.dir, "err", err)
+	}
+}
+
+// kill stops every process of the box's container at once.
+func (b *Backend) kill(bx *box) error {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	_, err := b.cli.ContainerKill(ctx, bx.id, client.ContainerKillOptions{Signal: "KILL"})
+	if err != nil && (isNotFound(err) || strings.Contains(err.Error(), "is not running")) {
+		return nil
+	}
+	return err
+}
+
+// ownerID identifies this process across processes and reboots: the host
+// name, the kernel's boot id, the pid and its start time.
+func ownerID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%s/%d/%s", host, bootID(), os.Getpid(), startTime(os.Getpid()))
+}
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}
+
+// startTime is field 22 of /proc/PID/stat, or "" when pid does not exist.
+func startTime(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// ownerAlive reports whether the process that owner names still runs, or
+// may run: owners on another host are assumed alive.
+func ownerAlive(owner string) bool {
+	f := strings.Split(owner, "/")
+	if len(f) != 4 {
+		return false
+	}
+	host, _ := os.Hostname()
+	if f[0] != host {
+		return true
+	}
+	if f[1] != bootID() {
+		return false
+	}
+	pid, err := strconv.Atoi(f[2])
+	return err == nil && startTime(pid) == f[3] && f[3] != ""
+}
+
+// sweep removes containers with codeagent's label whose owner is gone, and
+// their state directories. It returns how many containers it removed.
+func (b *Backend) sweep(ctx context.Context) (int, error) {
+	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", labelManaged+"=true")})
+	if err != nil {
+		return 0, fmt.Errorf("list containers: %w", err)
+	}
+	n := 0
+	dirs := map[string]bool{}
+	for _, c := range list.Items {
+		if ownerAlive(c.Labels[labelOwner]) {
+			continue
+		}
+		if _, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
+			return n, fmt.Errorf("remove container %s: %w", short(c.ID), err)
+		}
+		n++
+		if d := c.Labels[labelState]; d != "" {
+			dirs[d] = true
+		}
+	}
+	for d := range dirs {
+		// Only directories of the form this package creates.
+		if filepath.IsAbs(d) && strings.HasPrefix(filepath.Base(d), statePrefix) {
+			_ = removeTree(d)
+		}
+	}
+	return n, nil
+}
+
+func isNotFound(err error) bool {
+	return cerrdefs.IsNotFound(err) || err != nil && strings.Contains(err.Error(), "No such container")
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

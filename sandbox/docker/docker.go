@@ -1,0 +1,246 @@
+// Package docker is codeagent's second sandbox backend: one Docker container
+// per execution, created through the Docker Engine API, with no network, a
+// read-only root, a size-limited /tmp, memory, CPU and process limits, no
+// capabilities, no-new-privileges and the engine's default seccomp profile.
+//
+// A warm pool keeps containers started ahead for each limits class, so that
+// an execution only pays for an exec into a running container; every
+// container serves one execution and is then destroyed. The workspace is
+// staged: copied into a host directory that the container has mounted at
+// /workspace, and what the program changed is copied back when it ends.
+// docs/ARCHITECTURE.md explains the design.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// DefaultImage is the image built by images/build-offline.sh and
+// images/Dockerfile.
+const DefaultImage = "codeagent-sandbox:latest"
+
+// CodePath is the only directory where Spec.Files may be placed: a
+// container's mounts are fixed when it is created, before the files exist.
+const CodePath = "/code"
+
+// Config configures the backend.
+type Config struct {
+	// Image runs the programs; DefaultImage when empty. It needs sleep,
+	// env and prlimit (coreutils, util-linux) besides the runtimes.
+	Image string
+	// Host is the engine's address (unix:///var/run/docker.sock, ...);
+	// empty means DOCKER_HOST or the default socket. The engine must see
+	// this host's file system: the workspace is staged through bind mounts.
+	Host string
+	// Warm is how many idle containers to keep started per limits class;
+	// 0 creates each container on demand (cold).
+	Warm int
+	// IdleTimeout drops the warm containers of a limits class that has not
+	// been used for that long; default 10 minutes.
+	IdleTimeout time.Duration
+	// CheckInterval is how often idle containers are checked and crashed
+	// ones replaced; default 10 seconds.
+	CheckInterval time.Duration
+	// CPUs is the CPU quota of each container, in CPUs; default 1.
+	CPUs float64
+	// StateDir holds the staging directories; default os.TempDir().
+	StateDir string
+	// Logger receives debug and warning messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Backend runs programs in Docker containers.
+type Backend struct {
+	cfg   Config
+	log   *slog.Logger
+	cli   *client.Client
+	user  string // uid:gid inside the container
+	chown int    // uid to give staged files, or -1
+	owner string // io.codeagent.owner of everything this backend creates
+	pool  *pool
+}
+
+var _ sandbox.Sandbox = (*Backend)(nil)
+
+// apiTimeout bounds each engine call outside of a program's run.
+const apiTimeout = 30 * time.Second
+
+// New connects to the engine, checks the image, removes leftovers of
+// earlier crashed processes and starts the warm pool. It returns a
+// *sandbox.SetupError when no engine answers or the image is missing.
+func New(cfg Config) (*Backend, error) {
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Minute
+	}
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = 10 * time.Second
+	}
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = 1
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = os.TempDir()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cli, err := Connect(cfg.Host)
+	if err != nil {
+		return nil, &sandbox.SetupError{Reason: "Docker client", Err: err}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	if err := Ping(ctx, cli); err != nil {
+		_ = cli.Close()
+		return nil, &sandbox.SetupError{Reason: "no Docker engine reachable (start one with scripts/start-dockerd.sh, or set DOCKER_HOST)", Err: err}
+	}
+	if _, err := cli.ImageInspect(ctx, cfg.Image); err != nil {
+		_ = cli.Close()
+		return nil, &sandbox.SetupError{Reason: fmt.Sprintf("image %s not found (build it with images/build-offline.sh, or docker build -t %s images/)", cfg.Image, cfg.Image), Err: err}
+	}
+	if !Local(cfg.Host) {
+		log.Warn("docker: the engine looks remote; workspaces are staged through bind mounts of this host's directories, which it may not see", "host", cli.DaemonHost())
+	}
+	b := &Backend{cfg: cfg, log: log, cli: cli, chown: -1, owner: ownerID()}
+	if os.Geteuid() == 0 {
+		b.user, b.chown = "1000:1000", 1000
+	} else {
+		b.user = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+	}
+	if n, err := b.sweep(ctx); err != nil {
+		log.Warn("docker: removing leftovers of earlier runs", "err", err)
+	} else if n > 0 {
+		log.Info("docker: removed leftovers of earlier runs", "containers", n)
+	}
+	p, err := newPool(b)
+	if err != nil {
+		_ = cli.Close()
+		return nil, &sandbox.SetupError{Reason: "state directory", Err: err}
+	}
+	b.pool = p
+	if cfg.Warm > 0 {
+		p.prime(classOf(sandbox.DefaultLimits(), cfg))
+	}
+	return b, nil
+}
+
+// Connect returns a client for the engine at host ("" for DOCKER_HOST or
+// the default socket), negotiating the API version on first use.
+func Connect(host string) (*client.Client, error) {
+	opts := []client.Opt{client.FromEnv}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	return client.New(opts...)
+}
+
+// Ping checks that the engine answers.
+func Ping(ctx context.Context, cli *client.Client) error {
+	_, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+	if err != nil {
+		return fmt.Errorf("ping %s: %w", cli.DaemonHost(), err)
+	}
+	return nil
+}
+
+// Close removes every container and directory the backend created and
+// waits for its background work. Run must not be called after it.
+func (b *Backend) Close() error {
+	err := b.pool.close()
+	if cerr := b.cli.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Run implements sandbox.Sandbox.
+func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if err := validate(spec); err != nil {
+		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
+	}
+	lim := spec.Limits.WithDefaults()
+	res, err := b.execute(ctx, spec, lim)
+	if err != nil {
+		var setup *sandbox.SetupError
+		if !errors.As(err, &setup) {
+			err = &sandbox.SetupError{Reason: "docker", Err: err}
+		}
+		res.Status, res.Message = sandbox.StatusSandboxError, err.Error()
+	}
+	return res, err
+}
+
+func validate(spec sandbox.Spec) error {
+	if len(spec.Command) == 0 || spec.Command[0] == "" {
+		return fmt.Errorf("%w: empty command", sandbox.ErrInvalidSpec)
+	}
+	if spec.Workspace == "" {
+		return fmt.Errorf("%w: no workspace", sandbox.ErrInvalidSpec)
+	}
+	fi, err := os.Stat(spec.Workspace)
+	if err != nil {
+		return fmt.Errorf("%w: workspace: %v", sandbox.ErrInvalidSpec, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: workspace %s is not a directory", sandbox.ErrInvalidSpec, spec.Workspace)
+	}
+	for _, f := range spec.Files {
+		p := path.Clean(f.Path)
+		if !path.IsAbs(f.Path) || p != f.Path || !strings.HasPrefix(p, CodePath+"/") {
+			return fmt.Errorf("%w: file path %q: the docker backend places files under %s/ only", sandbox.ErrInvalidSpec, f.Path, CodePath)
+		}
+	}
+	for k := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("%w: bad environment variable name %q", sandbox.ErrInvalidSpec, k)
+		}
+	}
+	return nil
+}
+
+// Local reports whether host (as in Config.Host, or DOCKER_HOST when empty)
+// is an engine on this machine, whose bind mounts see our files.
+func Local(host string) bool {
+	if host == "" {
+		host = os.Getenv("DOCKER_HOST")
+	}
+	if host == "" {
+		return true
+	}
+	u, err := url.Parse(host)
+	if err != nil {
+		return false
+	}
+	return u.Scheme == "unix" || u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1"
+}
+
+// writeFiles places spec's files in dir, the host side of CodePath.
+func writeFiles(dir string, files []sandbox.File) error {
+	for _, f := range files {
+		p := filepath.Join(dir, strings.TrimPrefix(f.Path, CodePath+"/"))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("place %s: %w", f.Path, err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return fmt.Errorf("place %s: %w", f.Path, err)
+		}
+	}
+	return nil
+}

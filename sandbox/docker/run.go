@@ -1,0 +1,264 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+type killReason int
+
+const (
+	notKilled killReason = iota
+	killedTimeout
+	killedDisk
+	killedCancel
+)
+
+// execution is the state of one Run.
+type execution struct {
+	b    *Backend
+	bx   *box
+	spec sandbox.Spec
+	lim  sandbox.Limits
+
+	mu     sync.Mutex
+	reason killReason
+	dead   bool          // the container was killed
+	killed chan struct{} // closed by the first kill
+}
+
+// execute takes a container, stages the workspace and files into it, runs
+// the program with exec and brings the workspace back.
+func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits) (sandbox.Result, error) {
+	c := classOf(lim, b.cfg)
+	bx, err := b.pool.take(ctx, c)
+	if err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "start a container", Err: err}
+	}
+	defer b.pool.release(bx)
+	snap, err := stageIn(spec.Workspace, bx.ws, b.chown)
+	if err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "stage the workspace", Err: err}
+	}
+	if err := writeFiles(bx.code, spec.Files); err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "place files", Err: err}
+	}
+	e := &execution{b: b, bx: bx, spec: spec, lim: lim, killed: make(chan struct{})}
+	res, err := e.run(ctx, snap.size)
+	if err != nil {
+		return res, err
+	}
+	if err := stageOut(bx.ws, spec.Workspace, snap); err != nil {
+		return res, &sandbox.SetupError{Reason: "bring the workspace back", Err: err}
+	}
+	return res, nil
+}
+
+// command wraps the program: a clean environment (env -i) and the
+// per-process limits that the engine does not set per exec (prlimit).
+func (e *execution) command() []string {
+	cpu := max(uint64(math.Ceil(e.lim.CPUTime.Seconds())), 1)
+	cmd := []string{"/usr/bin/env", "-i",
+		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp"}
+	keys := make([]string, 0, len(e.spec.Env))
+	for k := range e.spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd = append(cmd, k+"="+e.spec.Env[k])
+	}
+	cmd = append(cmd, "/usr/bin/prlimit",
+		fmt.Sprintf("--cpu=%d:%d", cpu, cpu+1),
+		fmt.Sprintf("--fsize=%d", e.lim.FileSize),
+		fmt.Sprintf("--nofile=%d", e.lim.OpenFiles),
+		"--core=0", "--msgqueue=0", "--")
+	return append(cmd, e.spec.Command...)
+}
+
+func (e *execution) kill(why killReason) {
+	e.mu.Lock()
+	first := !e.dead
+	if first {
+		e.dead, e.reason = true, why
+		close(e.killed)
+	}
+	e.mu.Unlock()
+	if first {
+		e.bx.cg.killAll()
+		if err := e.b.kill(e.bx); err != nil {
+			e.b.log.Warn("docker: kill container", "id", short(e.bx.id), "err", err)
+		}
+	}
+}
+
+// run execs the program in the container and waits for it, enforcing the
+// wall-clock limit, cancellation and the workspace disk limit. Every
+// process of the container is gone when it returns.
+func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, error) {
+	var res sandbox.Result
+	cli := e.b.cli
+	actx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	ec, err := cli.ExecCreate(actx, e.bx.id, client.ExecCreateOptions{
+		User:         e.b.user,
+		AttachStdin:  e.spec.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+		WorkingDir:   sandbox.WorkspacePath,
+		Cmd:          e.command(),
+	})
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "create exec", Err: err}
+	}
+	att, err := cli.ExecAttach(actx, ec.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "start exec", Err: err}
+	}
+	defer att.Close()
+	start := time.Now()
+
+	stdout := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stdout}
+	stderr := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stderr}
+	streamDone := make(chan struct{})
+	go func() {
+		defer close(streamDone)
+		_, _ = stdcopy.StdCopy(stdout, stderr, att.Reader)
+	}()
+	if e.spec.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(att.Conn, e.spec.Stdin)
+			_ = att.CloseWrite()
+		}()
+	}
+
+	timer := time.AfterFunc(e.lim.WallTime, func() { e.kill(killedTimeout) })
+	defer timer.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				e.kill(killedTimeout)
+			} else {
+				e.kill(killedCancel)
+			}
+		case <-done:
+		}
+	}()
+	go watchDisk(e.bx.ws, baseline, e.lim.Disk, done, func() { e.kill(killedDisk) })
+
+	code, err := e.wait(ec.ID, streamDone)
+	res.WallTime = time.Since(start)
+	if err != nil {
+		e.kill(killedCancel)
+		return res, &sandbox.SetupError{Reason: "wait for exec", Err: err}
+	}
+	// The program's process has ended; its children may not have. When the
+	// cgroup shows only the idle first process, nothing of the program is
+	// left and the container can be removed in the background.
+	oom := e.bx.cg.oomKills()
+	if e.bx.cg.memory != "" {
+		res.CPUTime, res.PeakMemory = e.bx.cg.usage()
+	} else {
+		res.CPUTime, res.PeakMemory = e.b.stats(e.bx.id)
+	}
+	if only, ok := e.bx.cg.onlyFirstLeft(); !ok || !only {
+		e.kill(notKilled)
+	}
+	select {
+	case <-streamDone:
+	case <-time.After(2 * time.Second):
+		att.Close()
+		<-streamDone
+	}
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.StdoutTruncated, res.StderrTruncated = stdout.Truncated(), stderr.Truncated()
+	e.verdict(&res, code, oom)
+	return res, nil
+}
+
+// wait returns the exit code of the exec. The stream usually ends when the
+// program does, but a child may hold it open, so the exec is also polled,
+// at growing intervals, until it is no longer running.
+func (e *execution) wait(execID string, streamDone <-chan struct{}) (int, error) {
+	delay := 5 * time.Millisecond
+	failures := 0
+	for {
+		select {
+		case <-streamDone:
+			streamDone = nil
+			delay = 2 * time.Millisecond
+		case <-e.killed:
+			// The container is being killed; the exec ends with it.
+		case <-time.After(delay):
+			delay = min(2*delay, 100*time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ins, err := e.b.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
+		cancel()
+		if err != nil {
+			if failures++; failures > 20 {
+				return -1, err
+			}
+			continue
+		}
+		failures = 0
+		if !ins.Running {
+			return ins.ExitCode, nil
+		}
+	}
+}
+
+// verdict fills in the status from the exit code and why we killed.
+// oomKills is the cgroup's count, or -1 when only the engine's events
+// can tell.
+func (e *execution) verdict(res *sandbox.Result, code int, oomKills int64) {
+	e.mu.Lock()
+	reason := e.reason
+	e.mu.Unlock()
+	res.ExitCode = code
+	oom := oomKills > 0
+	if oomKills < 0 {
+		oom = e.b.oomKilled(e.bx.id, code == 128+int(syscall.SIGKILL) && reason == notKilled)
+	}
+	switch {
+	case reason == killedTimeout:
+		res.Status, res.Signal = sandbox.StatusTimeout, int(syscall.SIGKILL)
+		res.Message = fmt.Sprintf("killed after the wall-clock limit of %s", e.lim.WallTime)
+	case reason == killedDisk:
+		res.Status, res.Signal = sandbox.StatusSignaled, int(syscall.SIGXFSZ)
+		res.Message = fmt.Sprintf("killed: the workspace grew past the disk limit of %s", sandbox.FormatSize(e.lim.Disk))
+	case reason == killedCancel:
+		res.Status, res.Signal = sandbox.StatusSignaled, int(syscall.SIGKILL)
+		res.Message = "killed: the run was cancelled"
+	case oom:
+		res.Status, res.Signal = sandbox.StatusMemoryLimit, int(syscall.SIGKILL)
+		res.Message = fmt.Sprintf("killed: the memory limit of %s was exceeded", sandbox.FormatSize(e.lim.Memory))
+	case code == 0:
+		res.Status = sandbox.StatusOK
+	case code > 128 && code <= 128+64:
+		res.Signal = code - 128
+		res.Status = sandbox.StatusSignaled
+		res.Message = "ended by " + sandbox.SignalName(res.Signal)
+		if res.Signal == int(syscall.SIGXCPU) {
+			res.Status = sandbox.StatusTimeout
+			res.Message = fmt.Sprintf("killed after the CPU-time limit of %s", e.lim.CPUTime)
+		}
+	default:
+		res.Status = sandbox.StatusError
+	}
+}
