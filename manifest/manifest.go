@@ -32,6 +32,8 @@ type Agent struct {
 	Name        string      `yaml:"name"`
 	Model       string      `yaml:"model"`
 	Provider    string      `yaml:"provider"`
+	// Backend is the sandbox backend: auto, namespace or docker.
+	Backend     string      `yaml:"backend"`
 	Workspace   string      `yaml:"workspace"`
 	Tools       []Tool      `yaml:"tools"`
 	Permissions Permissions `yaml:"permissions"`

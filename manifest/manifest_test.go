@@ -83,6 +83,7 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"unknown tool", "agent:\n  tools:\n    - name: execute_ruby\n", "m.yaml:3: agent.tools[0].name: unknown tool \"execute_ruby\""},
 		{"duplicate tool", "agent:\n  tools:\n    - name: execute_bash\n    - name: execute_bash\n", "m.yaml:4: agent.tools[1].name: tool \"execute_bash\" is listed twice"},
 		{"provider", "agent:\n  provider: acme\n", "m.yaml:2: agent.provider: unknown provider"},
+		{"backend", "agent:\n  backend: vm\n", "m.yaml:2: agent.backend: unknown backend"},
 		{"workspace", "agent:\n  workspace: /data\n", "m.yaml:2: agent.workspace"},
 		{"small memory", "agent:\n  tools:\n    - name: execute_python\n      memory_limit: 1KB\n", "m.yaml:4: agent.tools[0].memory_limit"},
 		{"no agent key", "name: x\n", "m.yaml:1: field name not found"},

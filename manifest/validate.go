@@ -66,6 +66,11 @@ func (m *Manifest) Validate() error {
 	if a.Provider != "" && a.Provider != "openai" && a.Provider != "anthropic" {
 		errs = append(errs, m.errAt("agent.provider", "unknown provider %q (want openai or anthropic)", a.Provider))
 	}
+	switch a.Backend {
+	case "", "auto", "namespace", "docker":
+	default:
+		errs = append(errs, m.errAt("agent.backend", "unknown backend %q (want auto, namespace or docker)", a.Backend))
+	}
 	if a.Workspace != "" && filepath.Clean(a.Workspace) != sandbox.WorkspacePath {
 		errs = append(errs, m.errAt("agent.workspace", "programs always see their workspace at %s; got %q", sandbox.WorkspacePath, a.Workspace))
 	}

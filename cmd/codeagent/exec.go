@@ -46,7 +46,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
 	fs.Var(envFlag(o.Env), "env", "set an environment variable K=V in the sandbox (repeatable)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the result")
-	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
+	fs.StringVar(&o.Backend, "backend", "", "sandbox backend: auto (namespace), namespace or docker (default auto)")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the language's tool must be listed; its limits apply under the flags")
 	if code, done := parseFlags(fs, args); done {
@@ -69,6 +69,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		return sandbox.Result{}, err
 	}
 	limits := sandbox.DefaultLimits()
+	backend := o.Backend
 	if o.Manifest != "" {
 		m, err := manifest.Load(o.Manifest)
 		if err != nil {
@@ -79,9 +80,12 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 			return sandbox.Result{}, usageError{err}
 		}
 		limits = tool.Limits(limits)
+		if m.Agent.Backend != "" && o.Backend == "" {
+			backend = m.Agent.Backend
+		}
 	}
 	limits = limits.Overlay(o.Limits)
-	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)})
+	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)})
 	if errors.Is(err, backends.ErrUnknown) {
 		return sandbox.Result{}, usageError{err}
 	}

@@ -83,7 +83,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the outcome and the history")
 	fs.StringVar(&o.Events, "events", "", "write one JSON line per step to FILE, or - for stdout")
 	fs.BoolVar(&o.Progress, "progress", false, "show live progress on stderr even when it is not a terminal")
-	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
+	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	fs.StringVar(&o.Session, "session", "", "continue this session (same workspace, earlier turns in context); created if new")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
@@ -178,7 +178,12 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		}
 	}
 	logger := newLogger(s.err)
-	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: logger})
+	backend := o.Backend
+	if m != nil && m.Agent.Backend != "" && !o.setFlags["backend"] {
+		backend = m.Agent.Backend
+	}
+	// A run executes several programs: keep sandboxes started ahead.
+	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, Logger: logger})
 	if errors.Is(err, backends.ErrUnknown) {
 		return nil, usageError{err}
 	}

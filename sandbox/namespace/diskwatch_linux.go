@@ -12,7 +12,8 @@ import (
 // diskWatch enforces the workspace's disk limit. The kernel enforces the size
 // of each file (RLIMIT_FSIZE) and of /tmp (tmpfs), but the workspace is a
 // host directory, so its growth is measured by walking it: first after a
-// short delay, then at an interval that grows with the cost of a walk.
+// short delay, then at an interval that grows with the cost of a walk
+// (ten times the walk, so that watching takes at most a tenth of a core).
 // Overshoot is bounded by what a program can write in one interval.
 type diskWatch struct {
 	dir      string
@@ -25,9 +26,11 @@ type diskWatch struct {
 // a flood of empty files is stopped as well.
 const maxNewEntries = 100000
 
+// A program can write about a gigabyte a second, so the interval bounds the
+// overshoot to some 10 MB; walking a small workspace costs microseconds.
 const (
-	firstCheck  = 50 * time.Millisecond
-	minInterval = 50 * time.Millisecond
+	firstCheck  = 10 * time.Millisecond
+	minInterval = 10 * time.Millisecond
 )
 
 func newDiskWatch(dir string, limit int64) (*diskWatch, error) {
