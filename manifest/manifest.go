@@ -29,9 +29,9 @@ type Manifest struct {
 
 // Agent declares one agent.
 type Agent struct {
-	Name        string      `yaml:"name"`
-	Model       string      `yaml:"model"`
-	Provider    string      `yaml:"provider"`
+	Name     string `yaml:"name"`
+	Model    string `yaml:"model"`
+	Provider string `yaml:"provider"`
 	// Backend is the sandbox backend: auto, namespace or docker.
 	Backend     string      `yaml:"backend"`
 	Workspace   string      `yaml:"workspace"`
