@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/server"
+)
+
+// envAPIKeys holds comma-separated name:token API keys for serve.
+const envAPIKeys = "CODEAGENT_API_KEYS"
+
+// serveOptions are the inputs of `codeagent serve`.
+type serveOptions struct {
+	Addr            string
+	DataDir         string
+	KeysFile        string
+	MaxUpload       int64
+	Workers         int
+	Queue           int
+	Rate            float64
+	Warm            int
+	Backend         string
+	AllowWeak       bool
+	ShutdownTimeout time.Duration
+	Provider        *providerFlags
+	Getenv          func(string) string
+}
+
+func cmdServe(ctx context.Context, s stdio, args []string) int {
+	fs := newFlagSet("serve", s)
+	fs.Usage = func() {
+		fmt.Fprintln(s.err, "usage: codeagent serve [flags]\n\nServe the HTTP API (/v1, described at /v1/openapi.yaml) and the web page (/).\nAPI keys (name:token) come from --keys-file and "+envAPIKeys+"; without keys the\nserver listens only on a loopback address.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20}
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
+	fs.StringVar(&o.KeysFile, "keys-file", "", "API keys: one name:token per line, or JSON {\"name\": \"token\"}")
+	fs.Var(sizeFlag{&o.MaxUpload}, "max-upload", "largest uploaded file (default 100MiB)")
+	fs.IntVar(&o.Workers, "workers", 0, "executions at once (default 2 × CPUs)")
+	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
+	fs.Float64Var(&o.Rate, "rate", 20, "requests per second per API key (bursts of 5 s)")
+	fs.IntVar(&o.Warm, "warm", 2, "sandboxes kept started ahead")
+	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running executions may take to finish at shutdown")
+	o.Provider = addProviderFlags(fs)
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	if err := serve(ctx, o, s); err != nil {
+		var setup *sandbox.SetupError
+		if errors.As(err, &setup) {
+			fmt.Fprintf(s.err, "codeagent: %v\n", err)
+			return exitSandbox
+		}
+		return exitCodeFor(s.err, err)
+	}
+	return exitOK
+}
+
+// loadKeys reads the keys of --keys-file and the environment.
+func loadKeys(file string, getenv func(string) string) (server.Keys, error) {
+	var keys server.Keys
+	if file != "" {
+		b, err := readSmallFile(file, 1<<20)
+		if err != nil {
+			return nil, usagef("--keys-file: %w", err)
+		}
+		if keys, err = server.ParseKeys(b); err != nil {
+			return nil, usagef("--keys-file %s: %w", file, err)
+		}
+	}
+	if v := getenv(envAPIKeys); v != "" {
+		env, err := server.ParseKeysEnv(v)
+		if err != nil {
+			return nil, usagef("%s: %w", envAPIKeys, err)
+		}
+		keys = append(keys, env...)
+	}
+	if err := keys.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	return keys, nil
+}
+
+// isLoopback reports whether addr (host:port) listens only on loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func serve(ctx context.Context, o serveOptions, s stdio) error {
+	keys, err := loadKeys(o.KeysFile, o.Getenv)
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 && !isLoopback(o.Addr) {
+		return usagef("refusing to listen on %s without API keys: give --keys-file or %s (name:token), or listen on 127.0.0.1", o.Addr, envAPIKeys)
+	}
+	level := slog.LevelInfo
+	if o.Getenv("CODEAGENT_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	dataDir, err := resolveDataDir(o.DataDir, o.Getenv)
+	if err != nil {
+		return err
+	}
+	deps := server.Deps{Logger: logger}
+	if cfg, err := o.Provider.resolve(o.Getenv); err != nil {
+		deps.ModelError = err.Error()
+		logger.Warn("no usable model: runs will fail until one is configured", "err", err)
+	} else {
+		deps.Model = &cfg
+		deps.Secrets = []string{o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}
+		logger.Info("model", "provider", describeProvider(cfg))
+	}
+	st, err := openStore(ctx, dataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm, Logger: logger})
+	if errors.Is(err, backends.ErrUnknown) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	defer sb.Close() // removes the sandboxes started ahead
+	deps.Store, deps.Sandbox = st, sb
+	srv, err := server.New(server.Config{DataDir: dataDir, Keys: keys, MaxUpload: o.MaxUpload, Workers: o.Workers,
+		QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm}, deps)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return usagef("listen: %w", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	auth := "no API keys (loopback only)"
+	if len(keys) > 0 {
+		auth = fmt.Sprintf("%d API key(s)", len(keys))
+	}
+	fmt.Fprintf(s.err, "codeagent serve: listening on http://%s (%s, data in %s)\n", ln.Addr(), auth, dataDir)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: letting executions finish", "timeout", o.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
+	defer cancel()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Shutdown(sctx) }()
+	serr := srv.Shutdown(sctx)
+	if herr := <-httpDone; herr != nil {
+		_ = hs.Close()
+		serr = errors.Join(serr, herr)
+	}
+	if serr != nil {
+		logger.Warn("shutdown incomplete: stopped what was still running", "err", serr)
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// Bounds on paths in the API.
+const (
+	maxPathLen    = 1024
+	maxSegmentLen = 255
+	maxListed     = 5000
+)
+
+// fileJSON is one workspace file in a listing.
+type fileJSON struct {
+	Path        string    `json:"path"`
+	Size        int64     `json:"size"`
+	Modified    time.Time `json:"modified"`
+	ContentType string    `json:"content_type"`
+}
+
+// validPath checks a slash-separated relative path from a request: no
+// absolute path, no empty, "." or ".." segment, no control characters or
+// backslashes, valid UTF-8, bounded length.
+func validPath(p string) error {
+	if p == "" || len(p) > maxPathLen || !utf8.ValidString(p) || strings.HasPrefix(p, "/") || strings.ContainsRune(p, '\\') {
+		return badRequest("invalid file path %q", p)
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return badRequest("invalid file path %q: control character", p)
+		}
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." || len(seg) > maxSegmentLen {
+			return badRequest("invalid file path %q", p)
+		}
+	}
+	return nil
+}
+
+// contentType is how a workspace file is served: PNG, JPEG, GIF and SVG
+// as images (inline), everything else as a download.
+func contentType(name string) (ct string, inline bool) {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".png":
+		return "image/png", true
+	case ".jpg", ".jpeg":
+		return "image/jpeg", true
+	case ".gif":
+		return "image/gif", true
+	case ".svg":
+		return "image/svg+xml", true
+	}
+	return "application/octet-stream", false
+}
+
+// sessionRoot opens the caller's session's workspace, refusing changes
+// while a run is using it when write is set.
+func (s *Server) sessionRoot(r *http.Request, write bool) (*os.Root, string, error) {
+	o, err := s.session(r)
+	if err != nil {
+		return nil, "", err
+	}
+	if write && s.runs.activeIn(o.ID) != "" {
+		return nil, "", conflict("a run is using the session's workspace; wait for it or cancel it")
+	}
+	dir := s.workspaceDir(o.Owner, o.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("workspace: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("workspace: %w", err)
+	}
+	return root, dir, nil
+}
+
+func (s *Server) handleListFiles(w http.ResponseWriter, r *http.Request) {
+	root, dir, err := s.sessionRoot(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	root.Close()
+	ws := &workspace.Workspace{Dir: dir}
+	snap, err := ws.Snapshot(workspace.Limits{MaxEntries: maxListed})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	files := make([]fileJSON, 0, len(snap.Files))
+	for p, st := range snap.Files {
+		ct, _ := contentType(p)
+		files = append(files, fileJSON{Path: p, Size: st.Size, Modified: time.Unix(0, st.ModTime).UTC(), ContentType: ct})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	writeJSON(w, http.StatusOK, map[string]any{"files": files, "truncated": snap.Truncated})
+}
+
+// handleUploadRaw stores the request body as the file name.
+func (s *Server) handleUploadRaw(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !workspace.ValidName(name) {
+		s.writeError(w, r, badRequest("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories, at most 200", name))
+		return
+	}
+	root, _, err := s.sessionRoot(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer root.Close()
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxUpload)
+	f, err := s.store(root, name, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"files": []fileJSON{f}})
+}
+
+// handleUploadMultipart stores each file part of a multipart/form-data body.
+func (s *Server) handleUploadMultipart(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUpload+1<<20)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		s.writeError(w, r, badRequest("want a multipart/form-data body: %v", err))
+		return
+	}
+	root, _, err := s.sessionRoot(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer root.Close()
+	stored := []fileJSON{}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			s.writeError(w, r, uploadError(err))
+			return
+		}
+		// The raw file name, not part.FileName(), which drops directories
+		// and would accept "../x" as "x".
+		_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+		name, isFile := params["filename"]
+		if !isFile {
+			part.Close()
+			continue
+		}
+		if !workspace.ValidName(name) {
+			s.writeError(w, r, badRequest("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories, at most 200", name))
+			return
+		}
+		f, err := s.store(root, name, part)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		stored = append(stored, f)
+	}
+	if len(stored) == 0 {
+		s.writeError(w, r, badRequest("no file in the multipart body"))
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"files": stored})
+}
+
+func uploadError(err error) error {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return err
+	}
+	return badRequest("reading the upload: %v", err)
+}
+
+// store writes body to a temporary file in the workspace, then renames it
+// to name, so that a failed upload leaves the old file (if any) intact.
+// Nothing is followed: the temporary file is created exclusively without
+// following links, and a rename replaces a link rather than its target.
+func (s *Server) store(root *os.Root, name string, body io.Reader) (fileJSON, error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	tmp := ".upload-" + hex.EncodeToString(b[:])
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fileJSON{}, fmt.Errorf("upload %s: %w", name, err)
+	}
+	n, err := io.Copy(f, io.LimitReader(body, s.cfg.MaxUpload+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > s.cfg.MaxUpload {
+		err = &http.MaxBytesError{Limit: s.cfg.MaxUpload}
+	}
+	if err == nil {
+		if fi, lerr := root.Lstat(name); lerr == nil && fi.IsDir() {
+			err = conflict("%s is a directory in the workspace", name)
+		}
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		return fileJSON{}, uploadError(err)
+	}
+	ct, _ := contentType(name)
+	return fileJSON{Path: name, Size: n, Modified: time.Now().UTC(), ContentType: ct}, nil
+}
+
+// handleDownload serves a workspace file: images inline (SVG under a CSP
+// sandbox, so that its scripts cannot run), everything else as an
+// attachment; ?download=1 makes any file an attachment.
+func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("path")
+	if err := validPath(p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	root, _, err := s.sessionRoot(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer root.Close()
+	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		s.writeError(w, r, notFound("file"))
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		s.writeError(w, r, notFound("file"))
+		return
+	}
+	ct, inline := contentType(p)
+	disp := "attachment"
+	if inline && r.URL.Query().Get("download") == "" {
+		disp = "inline"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	if cd := mime.FormatMediaType(disp, map[string]string{"filename": path.Base(p)}); cd != "" {
+		h.Set("Content-Disposition", cd)
+	} else {
+		h.Set("Content-Disposition", disp)
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+	h.Set("Cache-Control", "private, no-cache")
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+func (s *Server) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("path")
+	if err := validPath(p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	root, _, err := s.sessionRoot(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer root.Close()
+	if _, err := root.Lstat(p); err != nil {
+		s.writeError(w, r, notFound("file"))
+		return
+	}
+	if err := root.RemoveAll(p); err != nil {
+		s.writeError(w, r, fmt.Errorf("delete %s: %w", p, err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

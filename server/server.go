@@ -1,0 +1,239 @@
+// Package server is codeagent's HTTP API and web page: sessions with their
+// workspace files, agent runs streamed as Server-Sent Events, one-shot
+// executions in the sandbox, health and Prometheus metrics.
+//
+// A Server is built from a Config and its dependencies (store, sandbox,
+// model, logger); Handler returns the http.Handler to serve. Every request
+// is authenticated by API key (or belongs to the anonymous owner when no
+// keys are configured), rate limited per key, bounded in body size and
+// time, and logged without secrets; a panic becomes a 500.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/store"
+)
+
+// Config is how a Server behaves. Zero fields take the defaults.
+type Config struct {
+	// DataDir holds the workspaces of API sessions, under DataDir/server.
+	DataDir string
+	// Keys are the API keys; empty means a single anonymous owner (only
+	// sensible on a loopback address, which cmd/codeagent enforces).
+	Keys Keys
+	// MaxBody bounds JSON request bodies (default 1 MiB); MaxExecBody the
+	// body of /v1/exec with its files (default 16 MiB); MaxUpload one
+	// uploaded file (default 100 MiB).
+	MaxBody, MaxExecBody, MaxUpload int64
+	// Workers is how many executions run at once (default 2 × CPUs);
+	// QueueLength how many more may wait (default 4 × Workers). A full
+	// queue answers 429 with Retry-After.
+	Workers, QueueLength int
+	// RatePerSecond and RateBurst bound each key's requests (default 20
+	// and 100).
+	RatePerSecond float64
+	RateBurst     int
+	// ExecMaxLimits caps what a /v1/exec request may ask for; zero fields
+	// take MaxLimits' values. Runs use the sandbox defaults.
+	ExecMaxLimits sandbox.Limits
+	// RequestTimeout bounds an ordinary request (default 30 s);
+	// UploadTimeout an upload (default 10 min); RunTimeout an agent run
+	// (default 30 min).
+	RequestTimeout, UploadTimeout, RunTimeout time.Duration
+	// RunExecsPerMinute bounds a run's executions, as in `codeagent run`
+	// (default 10, see sandbox/ratelimit).
+	RunExecsPerMinute int
+	// MaxIterations is a run's default attempt budget (default 5).
+	MaxIterations int
+	// Warm is the sandbox pool size, reported in the metrics.
+	Warm int
+}
+
+// MaxLimits are the default caps of ExecMaxLimits.
+func MaxLimits() sandbox.Limits {
+	return sandbox.Limits{WallTime: 60 * time.Second, CPUTime: 60 * time.Second, Memory: 1 << 30, Processes: 256,
+		Output: 4 << 20, FileSize: 100 << 20, Disk: 500 << 20, OpenFiles: 1024}
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxBody, 1<<20)
+	def(&c.MaxExecBody, 16<<20)
+	def(&c.MaxUpload, 100<<20)
+	if c.Workers <= 0 {
+		c.Workers = 2 * runtime.NumCPU()
+	}
+	if c.QueueLength <= 0 {
+		c.QueueLength = 4 * c.Workers
+	}
+	if c.RatePerSecond <= 0 {
+		c.RatePerSecond = 20
+	}
+	if c.RateBurst <= 0 {
+		c.RateBurst = 100
+	}
+	c.ExecMaxLimits = MaxLimits().Overlay(c.ExecMaxLimits)
+	durs := []struct {
+		v *time.Duration
+		d time.Duration
+	}{{&c.RequestTimeout, 30 * time.Second}, {&c.UploadTimeout, 10 * time.Minute}, {&c.RunTimeout, 30 * time.Minute}}
+	for _, x := range durs {
+		if *x.v <= 0 {
+			*x.v = x.d
+		}
+	}
+	if c.MaxIterations <= 0 {
+		c.MaxIterations = 5
+	}
+	return c
+}
+
+// Deps are what a Server works with. Store and Sandbox are required.
+type Deps struct {
+	Store   *store.Store
+	Sandbox sandbox.Sandbox
+	// Checker is the static checker of runs; nil builds one with the
+	// default policy.
+	Checker *safety.Checker
+	// Model configures the provider of runs; nil means no model, and runs
+	// then fail at once with ModelError in their done event.
+	Model      *llm.Config
+	ModelError string
+	// Secrets are redacted from everything a run shows (API keys).
+	Secrets []string
+	Logger  *slog.Logger
+}
+
+// Server serves the API and the page. Create it with New.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	auth     *authenticator
+	queue    *Queue
+	metrics  *Metrics
+	runs     *runRegistry
+	checker  *safety.Checker
+	ownChk   bool
+	closeChk sync.Once
+	handler  http.Handler
+
+	// ctx is cancelled by Shutdown; runs derive from it.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	draining bool          // set by Shutdown: no new executions or runs
+	execs    int           // executions of /v1/exec under way
+	idle     chan struct{} // closed when draining and execs reaches 0
+}
+
+// New returns a Server. It fails only when the default checker cannot be
+// built.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if deps.Store == nil || deps.Sandbox == nil {
+		return nil, errors.New("server: a store and a sandbox are required")
+	}
+	cfg = cfg.withDefaults()
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, deps: deps, log: log, checker: deps.Checker}
+	if s.checker == nil {
+		c, err := safety.New(nil)
+		if err != nil {
+			return nil, fmt.Errorf("server: checker: %w", err)
+		}
+		s.checker, s.ownChk = c, true
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.idle = make(chan struct{})
+	s.metrics = newMetrics()
+	s.queue = NewQueue(cfg.Workers, cfg.QueueLength)
+	s.auth = newAuthenticator(cfg.Keys, cfg.RatePerSecond, cfg.RateBurst)
+	s.runs = newRunRegistry()
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// workspaceDir is where an owner's session keeps its files.
+func (s *Server) workspaceDir(owner, id string) string {
+	return filepath.Join(s.cfg.DataDir, "server", owner, id, "workspace")
+}
+
+// Shutdown cancels the runs under way and waits, until ctx ends, for them
+// and for the executions of /v1/exec to finish. The caller stops the HTTP
+// server first (so that no new request arrives) and closes the sandbox
+// after.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		if s.execs == 0 {
+			close(s.idle)
+		}
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		<-s.idle
+		s.cancel()
+		s.runs.wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		if s.ownChk {
+			s.closeChk.Do(s.checker.Close)
+		}
+		return nil
+	case <-ctx.Done():
+		s.cancel()
+		return fmt.Errorf("server: shutdown: %w", ctx.Err())
+	}
+}
+
+// beginExec counts an execution of /v1/exec, or refuses it when the
+// server is shutting down.
+func (s *Server) beginExec() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return errDraining
+	}
+	s.execs++
+	return nil
+}
+
+func (s *Server) endExec() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.execs--; s.execs == 0 && s.draining {
+		close(s.idle)
+	}
+}
+
+func (s *Server) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
