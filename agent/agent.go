@@ -11,6 +11,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -151,6 +152,23 @@ type Task struct {
 	// History summarises the earlier turns of a session (tasks, final code,
 	// outputs, files), so that a task can build on them.
 	History string
+	// Accept, when set, is the caller's acceptance check (hidden tests in
+	// an evaluation). It runs on each attempt's code after the program ran
+	// successfully (or the user's tests passed), before the verifier; a
+	// rejection goes back to the model like a failed run, with what the
+	// check reported. The model never sees the check itself. An error ends
+	// the run.
+	Accept func(ctx context.Context, code string) (Acceptance, error)
+}
+
+// Acceptance is the outcome of Task.Accept.
+type Acceptance struct {
+	Passed bool `json:"passed"`
+	// Output is what the check reported, e.g. a failing test's traceback;
+	// the model sees it when the check fails.
+	Output string `json:"output,omitempty"`
+	// Class of a failure; assertion when empty.
+	Class ErrorClass `json:"error_class,omitempty"`
 }
 
 // Result is the outcome of a run. It is returned also with an error, as
@@ -183,6 +201,8 @@ type Attempt struct {
 	Result     *sandbox.ResultJSON `json:"result,omitempty"`
 	ErrorClass ErrorClass          `json:"error_class,omitempty"`
 	Verdict    *Verdict            `json:"verdict,omitempty"`
+	// Acceptance is the outcome of Task.Accept, when it ran.
+	Acceptance *Acceptance `json:"acceptance,omitempty"`
 }
 
 // Verdict is the verifier's judgement of a successful run.

@@ -21,6 +21,7 @@ const (
 	EventChecked      EventType = "checked"       // the static check ran
 	EventExecuted     EventType = "executed"      // the program (or the tests) ran in the sandbox
 	EventVerified     EventType = "verified"      // the verifier judged a successful run
+	EventAccepted     EventType = "accepted"      // the caller's acceptance check (Task.Accept) ran
 	EventDone         EventType = "done"          // the run ended
 )
 
@@ -51,12 +52,14 @@ type Event struct {
 	ErrorClass ErrorClass `json:"error_class,omitempty"`
 	// Verdict of the verifier (verified).
 	Verdict *Verdict `json:"verdict,omitempty"`
+	// Acceptance is the caller's check of the code (accepted).
+	Acceptance *Acceptance `json:"acceptance,omitempty"`
 	// Success and Message close the run (done).
 	Success *bool  `json:"success,omitempty"`
 	Message string `json:"message,omitempty"`
 	// DurationMS is the step's wall time: the model call (generated), the
-	// check (checked), the execution (executed), the verifier (verified) or
-	// the whole run (done).
+	// check (checked), the execution (executed), the verifier (verified),
+	// the acceptance check (accepted) or the whole run (done).
 	DurationMS int64 `json:"duration_ms,omitempty"`
 }
 

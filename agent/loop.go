@@ -186,7 +186,8 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		}
 		if r.userTests {
 			r.res.Output = string(res.Stdout)
-			return at, true, nil
+			ok, err := r.accept(ctx, n, code, &at)
+			return at, ok, err
 		}
 	}
 	phase := PhaseCode
@@ -203,6 +204,9 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		at.ErrorClass = class
 		r.debug(n, class, at.Code, res, false)
 		return at, false, nil
+	}
+	if ok, err := r.accept(ctx, n, code, &at); !ok || err != nil {
+		return at, false, err
 	}
 	if !r.a.cfg.Verify || r.tests != "" {
 		return at, true, nil
@@ -223,6 +227,41 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		return at, false, nil
 	}
 	return at, true, nil
+}
+
+// accept runs the caller's acceptance check, when there is one, on code
+// that ran successfully, and feeds a rejection back to the model.
+func (r *run) accept(ctx context.Context, n int, code string, at *Attempt) (bool, error) {
+	if r.task.Accept == nil {
+		return true, nil
+	}
+	t0 := time.Now()
+	acc, err := r.task.Accept(ctx, code)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, fmt.Errorf("acceptance check: %w", err)
+	}
+	acc.Output = r.clip([]byte(r.a.redact.String(acc.Output)))
+	switch {
+	case acc.Passed:
+		acc.Class = ClassNone
+	case acc.Class == ClassNone:
+		acc.Class = ClassAssertion
+	}
+	at.Acceptance = &acc
+	r.emit(Event{Type: EventAccepted, Attempt: n, Phase: PhaseCode, Acceptance: &acc, ErrorClass: acc.Class, DurationMS: ms(t0)})
+	if acc.Passed {
+		return true, nil
+	}
+	at.ErrorClass = acc.Class
+	d := r.feedbackData(n)
+	d["Class"], d["Hint"] = acc.Class, classHints[acc.Class]
+	d["Numbered"], d["Output"] = numbered(at.Code), acc.Output
+	r.say(render("accept.txt", d))
+	r.fail(n, acc.Class, "ran, but the acceptance tests failed: "+lastLine(acc.Output))
+	return false, nil
 }
 
 // check runs the static checker and emits its event.

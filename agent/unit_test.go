@@ -162,7 +162,7 @@ func TestPromptsRender(t *testing.T) {
 		t.Errorf("numbered = %q", p)
 	}
 	for _, name := range []string{"system.txt", "task.txt", "fresh.txt", "safety.txt", "debug.txt", "incomplete.txt",
-		"verify.txt", "verify_system.txt", "tests.txt", "tests_rejected.txt", "nocode.txt"} {
+		"verify.txt", "verify_system.txt", "tests.txt", "tests_rejected.txt", "nocode.txt", "accept.txt"} {
 		if prompts.Lookup(name) == nil {
 			t.Errorf("prompt %s missing", name)
 		}

@@ -35,6 +35,7 @@ func commands() []command {
 		{"sessions", "list, show, remove or prune sessions", cmdSessions},
 		{"log", "show or verify the audit log", cmdLog},
 		{"stats", "summarise attempts, successes and time per session", cmdStats},
+		{"eval", "measure the agent on a benchmark suite", cmdEval},
 		{"serve", "serve the HTTP API and the web page", cmdServe},
 		{"version", "print the version", cmdVersion},
 	}

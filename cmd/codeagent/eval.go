@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/eval"
+	"github.com/codeagent/codeagent/eval/suites/dataanalysis"
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/backends"
+)
+
+// evalOptions are the inputs of `codeagent eval`.
+type evalOptions struct {
+	Tasks         string
+	Limit         int
+	Only          string
+	Feedback      string
+	MaxIterations int
+	Concurrency   int
+	Results       string
+	Report        string
+	JSON          bool
+	Compare       string
+	Progress      bool
+	Temperature   string
+	Limits        sandbox.Limits
+	ScoreTimeout  time.Duration
+	TaskTimeout   time.Duration
+	Backend       string
+	AllowWeak     bool
+	Provider      *providerFlags
+	Getenv        func(string) string
+}
+
+// builtinPrefix names a suite compiled into the binary.
+const builtinPrefix = "builtin:"
+
+func cmdEval(ctx context.Context, s stdio, args []string) int {
+	fs := newFlagSet("eval", s)
+	fs.Usage = func() {
+		fmt.Fprintln(s.err, "usage: codeagent eval --tasks FILE [flags]\n       codeagent eval --compare A.jsonl,B.jsonl [--json]\n\n"+
+			"Measure the agent on a benchmark suite: HumanEval JSONL, or codeagent's format (task, input files,\n"+
+			"a pytest acceptance test), e.g. builtin:dataanalysis. Prints pass rates at attempt 1..K and final,\n"+
+			"attempts, error classes, tokens and time. With --results, each task's outcome is appended as it\n"+
+			"finishes, and a later run with the same file resumes where this one stopped.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	o := evalOptions{Getenv: os.Getenv}
+	o.Provider = addProviderFlags(fs)
+	fs.StringVar(&o.Tasks, "tasks", "", "task file (JSONL), or "+builtinPrefix+dataanalysis.Name)
+	fs.IntVar(&o.Limit, "limit", 0, "evaluate only the first N tasks")
+	fs.StringVar(&o.Only, "only", "", "run these task ids again (comma-separated), even when they have results")
+	fs.StringVar(&o.Feedback, "feedback", "none", "none (one attempt), tests (failing hidden tests go back for repair) or self (the agent writes its own tests)")
+	fs.IntVar(&o.MaxIterations, "max-iterations", eval.DefaultMaxIterations, "attempts per task with --feedback tests or self")
+	fs.IntVar(&o.Concurrency, "concurrency", 2, "tasks run at once")
+	fs.StringVar(&o.Results, "results", "", "append each task's outcome to this JSONL file, and skip tasks it already holds")
+	fs.StringVar(&o.Report, "report", "", "also write the report to this file (.json for JSON, Markdown otherwise)")
+	fs.BoolVar(&o.JSON, "json", false, "print the summary as JSON instead of a Markdown table")
+	fs.StringVar(&o.Compare, "compare", "", "compare results files (comma-separated) instead of running")
+	fs.BoolVar(&o.Progress, "progress", false, "show the progress bar even when stderr is not a terminal")
+	fs.StringVar(&o.Temperature, "temperature", "", "sampling temperature sent to the model (default: the model's)")
+	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit of each program run by the agent (default 30s)")
+	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB)")
+	fs.DurationVar(&o.ScoreTimeout, "score-timeout", eval.DefaultScoreTimeout, "time limit of each run of the hidden tests (a task may set its own)")
+	fs.DurationVar(&o.TaskTimeout, "task-timeout", 15*time.Minute, "time limit of one task's agent run (0: none)")
+	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return exitCodeFor(s.err, usagef("eval takes no arguments, got %q", fs.Arg(0)))
+	}
+	if o.Compare != "" {
+		return exitCodeFor(s.err, evalCompare(o, s))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg, err := o.config(set)
+	if err != nil {
+		return exitCodeFor(s.err, err)
+	}
+	err = runEval(ctx, o, cfg, s)
+	var setup *sandbox.SetupError
+	if errors.As(err, &setup) {
+		fmt.Fprintf(s.err, "codeagent: %v\n", err)
+		return exitSandbox
+	}
+	return exitCodeFor(s.err, err)
+}
+
+// config validates the flags and builds the runner's configuration.
+func (o *evalOptions) config(set map[string]bool) (eval.Config, error) {
+	mode, err := eval.ParseMode(o.Feedback)
+	switch {
+	case o.Tasks == "":
+		return eval.Config{}, usagef("--tasks FILE is required (or --compare)")
+	case err != nil:
+		return eval.Config{}, usageError{err}
+	case o.MaxIterations < 1 || o.MaxIterations > 100:
+		return eval.Config{}, usagef("--max-iterations %d: want 1 to 100", o.MaxIterations)
+	case mode == eval.ModeNone && set["max-iterations"] && o.MaxIterations != 1:
+		return eval.Config{}, usagef("--feedback none makes one attempt; use --feedback tests or self for --max-iterations %d", o.MaxIterations)
+	case o.Concurrency < 1 || o.Concurrency > 64:
+		return eval.Config{}, usagef("--concurrency %d: want 1 to 64", o.Concurrency)
+	case o.Limit < 0:
+		return eval.Config{}, usagef("--limit must not be negative")
+	case o.ScoreTimeout <= 0 || o.TaskTimeout < 0 || o.Limits.WallTime < 0:
+		return eval.Config{}, usagef("timeouts must be positive")
+	}
+	cfg := eval.Config{Mode: mode, MaxIterations: o.MaxIterations, Concurrency: o.Concurrency, TaskTimeout: o.TaskTimeout,
+		Agent: agent.Config{Limits: o.Limits}, Score: sandbox.Limits{WallTime: o.ScoreTimeout, Memory: o.Limits.Memory}}
+	if o.Temperature != "" {
+		t, err := strconv.ParseFloat(o.Temperature, 64)
+		if err != nil || t < 0 || t > 2 {
+			return cfg, usagef("--temperature %q: want a number from 0 to 2", o.Temperature)
+		}
+		cfg.Agent.Temperature = &t
+	}
+	return cfg, nil
+}
+
+// loadSuite reads --tasks: a file, or a suite compiled in.
+func loadSuite(name string) (*eval.Suite, error) {
+	if b, ok := strings.CutPrefix(name, builtinPrefix); ok {
+		if b != dataanalysis.Name {
+			return nil, usagef("--tasks %s: the built-in suite is %s%s", name, builtinPrefix, dataanalysis.Name)
+		}
+		return dataanalysis.Load()
+	}
+	s, err := eval.LoadFile(name)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
+// runEval loads the suite and earlier results, runs what is left with one
+// warm sandbox and one checker, and prints the report. An interrupted run
+// prints what it has and says how to resume.
+func runEval(ctx context.Context, o evalOptions, cfg eval.Config, s stdio) error {
+	started := time.Now()
+	suite, err := loadSuite(o.Tasks)
+	if err != nil {
+		return err
+	}
+	pcfg, err := o.Provider.resolve(o.Getenv)
+	if err != nil {
+		return err
+	}
+	cfg.Model, cfg.Suite = pcfg.Model, suite.Name
+	cfg.Agent.Secrets = []string{pcfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}
+	var prior []eval.Record
+	if o.Results != "" {
+		if prior, err = eval.ReadResults(o.Results); err != nil {
+			return usageError{err}
+		}
+	}
+	var only []string
+	for _, id := range strings.Split(o.Only, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			only = append(only, id)
+		}
+	}
+	key := eval.Key{Model: cfg.Model, Mode: cfg.Mode, MaxIterations: eval.AgentConfig(agent.Config{}, cfg.Mode, cfg.MaxIterations).MaxIterations}
+	scope, todo, err := eval.Plan(suite.Tasks, prior, key, eval.Selection{Limit: o.Limit, Only: only})
+	if err != nil {
+		return usageError{err}
+	}
+	var recs []eval.Record
+	if len(todo) > 0 {
+		if recs, err = evalTasks(ctx, o, cfg, pcfg, todo, s); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	interrupted := errors.Is(err, context.Canceled)
+	all := eval.InScope(eval.Latest(append(prior, recs...), key), scope)
+	sum := eval.Summarize(suite.Name, key, len(scope), all)
+	sum.ElapsedMS = time.Since(started).Milliseconds()
+	if len(todo) == 0 {
+		fmt.Fprintf(s.err, "codeagent: every selected task has results in %s; --only ID reruns one\n", o.Results)
+	}
+	if werr := writeSummary(o, sum, s.out); werr != nil {
+		return werr
+	}
+	if interrupted {
+		hint := ""
+		if o.Results != "" {
+			hint = fmt.Sprintf("; run the same command again to resume from %s", o.Results)
+		}
+		return fmt.Errorf("interrupted after %d of %d task(s)%s: %w", len(recs), len(todo), hint, context.Canceled)
+	}
+	return nil
+}
+
+// evalTasks opens the sandbox, checker, model and results file, and runs
+// the tasks with a progress bar on a terminal.
+func evalTasks(ctx context.Context, o evalOptions, cfg eval.Config, pcfg llm.Config, todo []eval.Task, s stdio) ([]eval.Record, error) {
+	logger := newLogger(s.err)
+	sb, err := backends.Open(o.Backend, backends.Options{Warm: 2, AllowWeakIsolation: o.AllowWeak, Logger: logger})
+	if errors.Is(err, backends.ErrUnknown) {
+		return nil, usageError{err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	checker, err := safety.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer checker.Close()
+	provider, err := newProvider(pcfg, logger, nil)
+	if err != nil {
+		return nil, err
+	}
+	deps := eval.Deps{Provider: provider, Sandbox: sb, Checker: checker, Logger: logger}
+	if o.Results != "" {
+		if deps.Results, err = eval.OpenResults(o.Results); err != nil {
+			return nil, usageError{err}
+		}
+		defer deps.Results.Close()
+	}
+	if o.Progress || isTerminal(s.err) {
+		bar := eval.NewProgress(s.err, len(todo))
+		deps.OnRecord = bar.Record
+		defer bar.Finish()
+	}
+	r, err := eval.New(cfg, deps)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return r.Run(ctx, todo)
+}
+
+// writeSummary prints the summary (Markdown, or JSON with --json) and
+// writes --report.
+func writeSummary(o evalOptions, sum eval.Summary, out io.Writer) error {
+	if o.JSON {
+		if err := sum.WriteJSON(out); err != nil {
+			return err
+		}
+	} else if err := sum.WriteMarkdown(out); err != nil {
+		return err
+	}
+	if o.Report == "" {
+		return nil
+	}
+	f, err := os.Create(o.Report)
+	if err != nil {
+		return usagef("--report: %w", err)
+	}
+	if strings.EqualFold(filepath.Ext(o.Report), ".json") {
+		err = sum.WriteJSON(f)
+	} else {
+		err = sum.WriteMarkdown(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
+}
+
+// evalCompare prints a comparison of results files.
+func evalCompare(o evalOptions, s stdio) error {
+	var files []string
+	for _, f := range strings.Split(o.Compare, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			files = append(files, f)
+		}
+	}
+	c, err := eval.Compare(files)
+	if err != nil {
+		return usageError{err}
+	}
+	if o.JSON {
+		return c.WriteJSON(s.out)
+	}
+	return c.WriteMarkdown(s.out)
+}
