@@ -43,6 +43,13 @@ func (s *Server) routes() http.Handler {
 	api("GET /v1/runs/{id}/events", kindStream, s.handleRunEvents)
 	api("POST /v1/runs/{id}/cancel", kindPlain, s.handleCancelRun)
 	api("POST /v1/exec", kindExec, s.handleExec)
+	if s.deps.MCP != nil {
+		// Streamable HTTP holds responses open: no write deadline.
+		mcp := s.deps.MCP.HandlerWithOwner(func(r *http.Request) string { return ownerOf(r.Context()) })
+		for _, method := range []string{"GET", "POST", "DELETE"} { // the streamable HTTP transport's methods
+			mux.Handle(method+" /mcp", s.wrap(kindStream, true, mcp.ServeHTTP))
+		}
+	}
 	open("/v1/", func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, notFound("route")) })
 	open("GET /{$}", s.handlePage)
 	open("GET /{file}", s.handleAsset)

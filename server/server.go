@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
@@ -117,7 +118,10 @@ type Deps struct {
 	ModelError string
 	// Secrets are redacted from everything a run shows (API keys).
 	Secrets []string
-	Logger  *slog.Logger
+	// MCP, when set, is served at /mcp behind the same keys; MCP sessions
+	// are owned by the key that opened them.
+	MCP    *mcpserver.Server
+	Logger *slog.Logger
 }
 
 // Server serves the API and the page. Create it with New.

@@ -18,6 +18,7 @@ import (
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/llmtest"
+	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
 	"github.com/codeagent/codeagent/store"
@@ -39,6 +40,7 @@ type testOptions struct {
 	noModel bool
 	replies []llmtest.Reply
 	warm    int
+	mcp     bool // serve MCP at /mcp
 }
 
 func newTestServer(t testing.TB, o testOptions) *testServer {
@@ -63,6 +65,14 @@ func newTestServer(t testing.TB, o testOptions) *testServer {
 		ts.model = llmtest.NewOpenAIServer(t, o.replies...)
 		cfg := llmtest.Config(llm.ProviderOpenAI, ts.model.BaseURL)
 		deps.Model = &cfg
+	}
+	if o.mcp {
+		m, err := mcpserver.New(mcpserver.Config{WorkDir: t.TempDir()}, mcpserver.Deps{Sandbox: sb, Store: st, Logger: deps.Logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		deps.MCP = m
 	}
 	o.cfg.DataDir = data
 	ts.srv, err = New(o.cfg, deps)

@@ -36,6 +36,7 @@ func commands() []command {
 		{"log", "show or verify the audit log", cmdLog},
 		{"stats", "summarise attempts, successes and time per session", cmdStats},
 		{"eval", "measure the agent on a benchmark suite", cmdEval},
+		{"mcp", "serve the sandbox, checker and agent over MCP (stdio)", cmdMCP},
 		{"serve", "serve the HTTP API and the web page", cmdServe},
 		{"version", "print the version", cmdVersion},
 	}

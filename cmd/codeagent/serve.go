@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
 	"github.com/codeagent/codeagent/server"
@@ -151,6 +152,13 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	}
 	defer sb.Close() // removes the sandboxes started ahead
 	deps.Store, deps.Sandbox = st, sb
+	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version}, mcpserver.Deps{Sandbox: sb, Store: st,
+		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer mcpSrv.Close() // before sb.Close: its sessions' workspaces and runs go first
+	deps.MCP = mcpSrv
 	srv, err := server.New(server.Config{DataDir: dataDir, Keys: keys, MaxUpload: o.MaxUpload, Workers: o.Workers,
 		QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm}, deps)
 	if err != nil {
@@ -178,6 +186,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
 	defer cancel()
 	httpDone := make(chan error, 1)
+	_ = mcpSrv.Close() // ends MCP streams, which would hold Shutdown until its timeout
 	go func() { httpDone <- hs.Shutdown(sctx) }()
 	serr := srv.Shutdown(sctx)
 	if herr := <-httpDone; herr != nil {

@@ -1,0 +1,239 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/session"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// maxRateWait is how long an execution may wait for its session's rate
+// limit before it is refused.
+const maxRateWait = 30 * time.Second
+
+// argError is an invalid argument: a tool error the model can correct.
+func argError(format string, a ...any) error {
+	return fmt.Errorf("invalid arguments: "+format, a...)
+}
+
+// language resolves name and refuses one the manifest does not list,
+// naming the tool.
+func (s *Server) language(name string) (lang.Language, error) {
+	l, err := lang.Lookup(name)
+	if err != nil {
+		return l, argError("%v", err)
+	}
+	if m := s.deps.Manifest; m != nil {
+		if _, err := m.ToolFor(l.Name); err != nil {
+			return l, err
+		}
+	}
+	return l, nil
+}
+
+// checkFiles validates the names and sizes of files to write.
+func (s *Server) checkFiles(files map[string]string) error {
+	if len(files) > s.cfg.MaxFiles {
+		return argError("%d files: at most %d per call", len(files), s.cfg.MaxFiles)
+	}
+	for name, data := range files {
+		if !workspace.ValidName(name) {
+			return argError("file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories", name)
+		}
+		if int64(len(data)) > s.cfg.MaxFile {
+			return argError("file %s is larger than %s", name, sandbox.FormatSize(s.cfg.MaxFile))
+		}
+	}
+	return nil
+}
+
+// limits returns the limits of one execution of l: the manifest's tool
+// limits (or the defaults) under what the call asks, which must stay within
+// the server's caps and the manifest's values.
+func (s *Server) limits(l lang.Language, req *Limits) (sandbox.Limits, error) {
+	base, caps := sandbox.DefaultLimits(), s.cfg.MaxLimits
+	if m := s.deps.Manifest; m != nil {
+		tool, err := m.ToolFor(l.Name)
+		if err != nil {
+			return base, err
+		}
+		base, caps = tool.Limits(base), tool.Limits(caps)
+	}
+	if req == nil {
+		return base, nil
+	}
+	t := req.TimeoutSeconds
+	if math.IsNaN(t) || math.IsInf(t, 0) || t < 0 || req.MemoryMB < 0 || req.DiskMB < 0 || req.Processes < 0 {
+		return base, argError("limits must be positive numbers")
+	}
+	if req.MemoryMB > 1<<20 || req.DiskMB > 1<<20 || t > 1e6 {
+		return base, argError("limits are far over this server's maximum")
+	}
+	r := sandbox.Limits{WallTime: time.Duration(t * float64(time.Second)), Memory: req.MemoryMB << 20,
+		Disk: req.DiskMB << 20, Processes: req.Processes}
+	over := []struct {
+		name         string
+		v, max, unit int64
+	}{
+		{"timeout_seconds", int64(r.WallTime), int64(caps.WallTime), int64(time.Second)},
+		{"memory_mb", r.Memory, caps.Memory, 1 << 20},
+		{"disk_mb", r.Disk, caps.Disk, 1 << 20},
+		{"processes", int64(r.Processes), int64(caps.Processes), 1},
+	}
+	for _, o := range over {
+		if o.v > o.max {
+			return base, argError("limits.%s is over this server's maximum of %d", o.name, o.max/o.unit)
+		}
+	}
+	if r.Memory > 0 && r.Memory < 16<<20 {
+		return base, argError("limits.memory_mb must be at least 16")
+	}
+	return base.Overlay(r), nil
+}
+
+func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteInput) (*mcp.CallToolResult, ExecuteOutput, error) {
+	var out ExecuteOutput
+	l, err := s.language(in.Language)
+	if err != nil {
+		return nil, out, err
+	}
+	switch {
+	case strings.TrimSpace(in.Code) == "":
+		return nil, out, argError("code is empty")
+	case int64(len(in.Code)) > s.cfg.MaxCode:
+		return nil, out, argError("code is %d bytes, more than %s", len(in.Code), sandbox.FormatSize(s.cfg.MaxCode))
+	case int64(len(in.Stdin)) > s.cfg.MaxFile:
+		return nil, out, argError("stdin is larger than %s", sandbox.FormatSize(s.cfg.MaxFile))
+	}
+	if err := s.checkFiles(in.Files); err != nil {
+		return nil, out, err
+	}
+	limits, err := s.limits(l, in.Limits)
+	if err != nil {
+		return nil, out, err
+	}
+	st, ctx, done, err := s.session(ctx, req)
+	if err != nil {
+		return nil, out, err
+	}
+	defer done()
+	unlock, err := st.lock(ctx)
+	if err != nil {
+		return nil, out, err
+	}
+	defer unlock()
+	ws, err := s.workspace(st)
+	if err != nil {
+		return nil, out, err
+	}
+	for name, data := range in.Files {
+		if err := ws.WriteFile(name, []byte(data)); err != nil {
+			return nil, out, err
+		}
+	}
+	before, err := ws.Snapshot(workspace.Limits{})
+	if err != nil {
+		return nil, out, err
+	}
+	runID := randomID()
+	s.audit(ctx, st, runID, "execute_code", map[string]any{"language": l.Name, "code": in.Code,
+		"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits})
+	prog := "/code/main" + l.Ext
+	env := map[string]string{}
+	for k, v := range l.Env {
+		env[k] = v
+	}
+	spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(in.Code)}},
+		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits}
+	rctx, cancel := withRunContext(ctx, maxRateWait)
+	defer cancel()
+	res, err := st.limited.Run(rctx, spec)
+	var setup *sandbox.SetupError
+	switch {
+	case errors.As(err, &setup) || errors.Is(err, sandbox.ErrInvalidSpec):
+		res = sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}
+	case err != nil:
+		return nil, out, err
+	}
+	out.ResultJSON = res.JSON()
+	if s.deps.Store != nil {
+		session.NewRecorder(ctx, s.deps.Store, st.label, "", runID, s.log).Event(agent.Event{Type: agent.EventExecuted,
+			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: res.WallTime.Milliseconds()})
+	}
+	out.Files, out.Skipped, err = ws.Changes(before, workspace.Limits{}, nil)
+	if err != nil {
+		return nil, out, err
+	}
+	if out.Files == nil {
+		out.Files = []workspace.Artifact{}
+	}
+	images, names := s.images(ws, out.Files)
+	out.Images = names
+	result, err := resultWith(out, images)
+	if err != nil {
+		return nil, out, err
+	}
+	result.IsError = res.Status == sandbox.StatusSandboxError
+	return result, out, nil
+}
+
+func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, CheckOutput, error) {
+	var out CheckOutput
+	l, err := safety.ParseLanguage(in.Language)
+	if err != nil {
+		return nil, out, argError("%v", err)
+	}
+	if int64(len(in.Code)) > s.cfg.MaxCode {
+		return nil, out, argError("code is %d bytes, more than %s", len(in.Code), sandbox.FormatSize(s.cfg.MaxCode))
+	}
+	st, ctx, done, err := s.session(ctx, req)
+	if err != nil {
+		return nil, out, err
+	}
+	defer done()
+	rep, err := s.checker.Check(ctx, l, []byte(in.Code))
+	if err != nil {
+		return nil, out, err
+	}
+	out = CheckOutput{Language: string(rep.Language), Safe: rep.Safe(), Findings: rep.Findings}
+	if out.Findings == nil {
+		out.Findings = []safety.Finding{}
+	}
+	if s.deps.Store != nil {
+		safe := out.Safe
+		session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log).Event(agent.Event{Type: agent.EventChecked,
+			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "check_code", Findings: out.Findings, Safe: &safe})
+	}
+	return nil, out, nil
+}
+
+// resultWith is a tool result holding out as JSON text followed by images.
+func resultWith(out any, images []mcp.Content) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: string(b)}}, images...)}, nil
+}
+
+// audit writes one record of the session's audit log; a failure is logged.
+func (s *Server) audit(ctx context.Context, st *sessionState, runID, kind string, data map[string]any) {
+	if s.deps.Store == nil {
+		return
+	}
+	if _, err := s.deps.Store.Audit(context.WithoutCancel(ctx), st.label, runID, kind, data); err != nil {
+		s.log.Warn("audit", "kind", kind, "err", err)
+	}
+}

@@ -1,0 +1,177 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/ratelimit"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// sessionState is what one MCP session owns: its workspace (created on
+// first use), its rate limit, and the calls under way.
+type sessionState struct {
+	label   string // session name in audit records: mcp-<id>, or mcp-<owner>-<id>
+	ctx     context.Context
+	cancel  context.CancelFunc
+	limited *ratelimit.Limiter
+	busy    chan struct{} // held while a call uses the workspace
+	calls   sync.WaitGroup
+
+	mu sync.Mutex
+	ws *workspace.Workspace
+}
+
+var errClosed = errors.New("the server is shutting down")
+
+// session returns the state of req's session, creating it on first use.
+// The returned done must be called when the call ends; ctx is cancelled
+// when the call's request is or when the session ends.
+func (s *Server) session(ctx context.Context, req *mcp.CallToolRequest) (st *sessionState, callCtx context.Context, done func(), err error) {
+	ss := req.Session
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, nil, nil, errClosed
+	}
+	st = s.sessions[ss]
+	if st == nil {
+		st = s.newSession(req)
+		s.sessions[ss] = st
+		s.ended.Add(1)
+		go func() {
+			defer s.ended.Done()
+			_ = ss.Wait()
+			s.endSession(ss)
+		}()
+	}
+	st.calls.Add(1)
+	s.mu.Unlock()
+	callCtx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(st.ctx, cancel)
+	return st, callCtx, func() { stop(); cancel(); st.calls.Done() }, nil
+}
+
+func (s *Server) newSession(req *mcp.CallToolRequest) *sessionState {
+	id := req.Session.ID()
+	if !labelPart.MatchString(id) {
+		id = randomID()
+	}
+	label := "mcp-" + id
+	if ex := req.Extra; ex != nil && ex.TokenInfo != nil && labelPart.MatchString(ex.TokenInfo.UserID) {
+		label = "mcp-" + ex.TokenInfo.UserID + "-" + id
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &sessionState{label: label, ctx: ctx, cancel: cancel, busy: make(chan struct{}, 1),
+		limited: ratelimit.New(shared{s.deps.Sandbox}, s.cfg.ExecsPerMinute)}
+}
+
+var labelPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// endSession cancels the session's calls, waits for them (the sandbox kills
+// their programs) and removes its workspace.
+func (s *Server) endSession(ss *mcp.ServerSession) {
+	s.mu.Lock()
+	st := s.sessions[ss]
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.cancel()
+	st.calls.Wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ws != nil {
+		if err := os.RemoveAll(st.ws.Dir); err != nil {
+			s.log.Warn("remove session workspace", "dir", st.ws.Dir, "err", err)
+		}
+		st.ws = nil
+	}
+	s.log.Debug("MCP session ended", "session", st.label)
+}
+
+// endAll ends every session and waits for the cleanups.
+func (s *Server) endAll() {
+	s.mu.Lock()
+	var all []*mcp.ServerSession
+	for ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		s.endSession(ss)
+		_ = ss.Close()
+	}
+	s.ended.Wait()
+}
+
+// workspace returns the session's workspace, created on first use.
+func (s *Server) workspace(st *sessionState) (*workspace.Workspace, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ctx.Err() != nil {
+		return nil, errors.New("the MCP session has ended")
+	}
+	if st.ws == nil {
+		if err := os.MkdirAll(s.cfg.WorkDir, 0o755); err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		dir, err := os.MkdirTemp(s.cfg.WorkDir, "codeagent-mcp-")
+		if err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		st.ws = &workspace.Workspace{Dir: dir}
+	}
+	return st.ws, nil
+}
+
+// lock takes the session's workspace for a call that writes or runs in it,
+// waiting for the call before it while ctx allows.
+func (st *sessionState) lock(ctx context.Context) (unlock func(), err error) {
+	select {
+	case st.busy <- struct{}{}:
+		return func() { <-st.busy }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the session's previous call: %w", ctx.Err())
+	}
+}
+
+// shared is the server's sandbox under a session's rate limiter: Close
+// does nothing (the server's owner closes it), and Run runs under the
+// context saved by withRunContext, so that a deadline bounding only the
+// wait for the rate limit does not cut the program short.
+type shared struct{ sandbox.Sandbox }
+
+type runCtxKey struct{}
+
+// withRunContext bounds the wait for the rate limit to wait; the program
+// then runs under ctx.
+func withRunContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithValue(ctx, runCtxKey{}, ctx), wait)
+}
+
+func (s shared) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if c, ok := ctx.Value(runCtxKey{}).(context.Context); ok {
+		ctx = c
+	}
+	return s.Sandbox.Run(ctx, spec)
+}
+
+func (shared) Close() error { return nil }

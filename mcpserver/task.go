@@ -1,0 +1,170 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/llm/providers"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/session"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTaskInput) (*mcp.CallToolResult, RunTaskOutput, error) {
+	var out RunTaskOutput
+	if in.Language == "" {
+		in.Language = s.langs[0]
+	}
+	l, err := s.language(in.Language)
+	if err != nil {
+		return nil, out, err
+	}
+	switch {
+	case strings.TrimSpace(in.Task) == "":
+		return nil, out, argError("task is empty")
+	case len(in.Task) > s.cfg.MaxTask:
+		return nil, out, argError("task is longer than %d bytes", s.cfg.MaxTask)
+	case in.MaxIterations < 0 || in.MaxIterations > 20:
+		return nil, out, argError("max_iterations %d: want 1 to 20", in.MaxIterations)
+	case int64(len(in.Tests)) > s.cfg.MaxCode:
+		return nil, out, argError("tests are larger than %s", sandbox.FormatSize(s.cfg.MaxCode))
+	case in.Tests != "" && l.Name != "python":
+		return nil, out, argError("tests need python (pytest), not %s", l.Name)
+	}
+	if err := s.checkFiles(in.Files); err != nil {
+		return nil, out, err
+	}
+	limits, err := s.limits(l, nil)
+	if err != nil {
+		return nil, out, err
+	}
+	maxIter := in.MaxIterations
+	if maxIter == 0 {
+		maxIter = s.cfg.MaxIterations
+	}
+	st, ctx, done, err := s.session(ctx, req)
+	if err != nil {
+		return nil, out, err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RunTimeout)
+	defer cancel()
+	unlock, err := st.lock(ctx)
+	if err != nil {
+		return nil, out, err
+	}
+	defer unlock()
+	ws, err := s.workspace(st)
+	if err != nil {
+		return nil, out, err
+	}
+	for name, data := range in.Files {
+		if err := ws.WriteFile(name, []byte(data)); err != nil {
+			return nil, out, err
+		}
+	}
+	meter := &llm.Meter{}
+	provider, err := providers.New(*s.deps.Model, s.log, meter)
+	if err != nil {
+		return nil, out, fmt.Errorf("model: %w", err)
+	}
+	runID := randomID()
+	s.audit(ctx, st, runID, "run_task", map[string]any{"task": in.Task, "language": l.Name, "files": keys(in.Files),
+		"max_iterations": maxIter, "tests": in.Tests != ""})
+	var obs []agent.Observer
+	if s.deps.Store != nil {
+		obs = append(obs, session.NewRecorder(ctx, s.deps.Store, st.label, "", runID, s.log))
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		obs = append(obs, &progress{ctx: ctx, ss: req.Session, token: token})
+	}
+	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
+		Limits: limits, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...)},
+		agent.Deps{Provider: provider, Sandbox: st.limited, Checker: s.checker, Logger: s.log, Observer: agent.Observers(obs...)})
+	if err != nil {
+		return nil, out, argError("%v", err)
+	}
+	res, err := a.Run(ctx, agent.Task{Prompt: in.Task, Workspace: ws, TestCode: in.Tests})
+	if ctx.Err() != nil {
+		return nil, out, fmt.Errorf("run_task: %w", context.Cause(ctx))
+	}
+	if err != nil {
+		return nil, out, fmt.Errorf("run_task: %w", err)
+	}
+	u := meter.Total()
+	out = RunTaskOutput{Success: res.Success, Attempts: res.Attempts, Code: res.Code, Output: res.Output,
+		Artifacts: res.Artifacts, Message: res.Message, Requests: meter.Requests(), Tokens: u.Total()}
+	if out.Artifacts == nil {
+		out.Artifacts = []workspace.Artifact{}
+	}
+	images, names := s.images(ws, out.Artifacts)
+	out.Images = names
+	result, err := resultWith(out, images)
+	return result, out, err
+}
+
+// progress sends one progress notification per agent event.
+type progress struct {
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	token any
+	mu    sync.Mutex
+	n     int
+}
+
+func (p *progress) Event(e agent.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	_ = p.ss.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(p.n),
+		Message: describe(e), Meta: mcp.Meta{"codeagent/event": string(e.Type), "codeagent/attempt": e.Attempt}})
+}
+
+// describe is a one-line account of an agent event for people.
+func describe(e agent.Event) string {
+	at := fmt.Sprintf("attempt %d/%d", e.Attempt, e.MaxAttempts)
+	if e.Phase == agent.PhaseTests {
+		at += " (tests)"
+	}
+	switch e.Type {
+	case agent.EventAttemptStart:
+		if e.FreshStart {
+			return at + ": generating afresh from the task"
+		}
+		return at + ": generating"
+	case agent.EventGenerated:
+		if e.Code == "" {
+			return at + ": the model gave no code"
+		}
+		return fmt.Sprintf("%s: generated %d lines", at, strings.Count(e.Code, "\n")+1)
+	case agent.EventChecked:
+		if e.Safe != nil && *e.Safe {
+			return at + ": checked, no findings"
+		}
+		return fmt.Sprintf("%s: checked, %d finding(s)", at, len(e.Findings))
+	case agent.EventExecuted:
+		if e.Result != nil {
+			return fmt.Sprintf("%s: executed, %s (exit %d) in %d ms", at, e.Result.Status, e.Result.ExitCode, e.Result.WallMS)
+		}
+		return at + ": executed"
+	case agent.EventVerified:
+		if e.Verdict != nil && e.Verdict.TaskComplete {
+			return at + ": verified, task complete"
+		}
+		return at + ": verified, not complete yet"
+	case agent.EventAccepted:
+		return at + ": accepted"
+	case agent.EventDone:
+		if e.Success != nil && *e.Success {
+			return "done: success"
+		}
+		return "done: " + e.Message
+	}
+	return at + ": " + string(e.Type)
+}

@@ -1,0 +1,210 @@
+package mcpserver
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/manifest"
+	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// Limits are the limits a call may set; absent ones take the defaults (the
+// manifest's tool limits, or the sandbox's).
+type Limits struct {
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit in seconds (default 30, or the manifest's)"`
+	MemoryMB       int64   `json:"memory_mb,omitempty" jsonschema:"memory limit in MiB (default 256, or the manifest's)"`
+	DiskMB         int64   `json:"disk_mb,omitempty" jsonschema:"limit in MiB for the workspace's growth and /tmp (default 100)"`
+	Processes      int     `json:"processes,omitempty" jsonschema:"processes and threads (default 64)"`
+}
+
+// ExecuteInput is execute_code's input.
+type ExecuteInput struct {
+	Language string            `json:"language" jsonschema:"python, javascript or bash"`
+	Code     string            `json:"code" jsonschema:"the complete program; it runs with the session's workspace as working directory"`
+	Files    map[string]string `json:"files,omitempty" jsonschema:"text files to write into the workspace first: plain name to content"`
+	Stdin    string            `json:"stdin,omitempty" jsonschema:"the program's standard input"`
+	Limits   *Limits           `json:"limits,omitempty" jsonschema:"limits of this execution, within the server's caps"`
+}
+
+// ExecuteOutput is the `codeagent exec --json` object plus the files the
+// program created or changed.
+type ExecuteOutput struct {
+	sandbox.ResultJSON
+	Files []workspace.Artifact `json:"files" jsonschema:"workspace files the program created or changed"`
+	// Images lists the files also returned as image content.
+	Images  []string            `json:"images,omitempty" jsonschema:"files also returned as image content"`
+	Skipped []workspace.Skipped `json:"skipped,omitempty" jsonschema:"entries left out of files, with the reason"`
+}
+
+// CheckInput is check_code's input.
+type CheckInput struct {
+	Language string `json:"language" jsonschema:"python, javascript or bash"`
+	Code     string `json:"code" jsonschema:"the code to check"`
+}
+
+// CheckOutput is check_code's result.
+type CheckOutput struct {
+	Language string           `json:"language"`
+	Safe     bool             `json:"safe" jsonschema:"true when there are no findings"`
+	Findings []safety.Finding `json:"findings" jsonschema:"rule, line, column, text, message and hint of each finding"`
+}
+
+// RunTaskInput is run_task's input.
+type RunTaskInput struct {
+	Task          string            `json:"task" jsonschema:"the task in plain language"`
+	Language      string            `json:"language,omitempty" jsonschema:"language of the program (default python)"`
+	Files         map[string]string `json:"files,omitempty" jsonschema:"text input files to write into the workspace first: plain name to content"`
+	MaxIterations int               `json:"max_iterations,omitempty" jsonschema:"attempts at the program (1-20)"`
+	Tests         string            `json:"tests,omitempty" jsonschema:"pytest tests that import from solution; success means they pass (python only)"`
+	Verify        *bool             `json:"verify,omitempty" jsonschema:"ask the model whether a successful run completed the task (default true)"`
+}
+
+// RunTaskOutput is run_task's result.
+type RunTaskOutput struct {
+	Success   bool                 `json:"success"`
+	Attempts  int                  `json:"attempts"`
+	Code      string               `json:"code" jsonschema:"the final program (saved in the workspace as solution.py or the like)"`
+	Output    string               `json:"output" jsonschema:"the program's stdout in the last run"`
+	Artifacts []workspace.Artifact `json:"artifacts" jsonschema:"workspace files the program created or changed"`
+	Images    []string             `json:"images,omitempty" jsonschema:"artifacts also returned as image content"`
+	Message   string               `json:"message,omitempty" jsonschema:"why the run failed, when it did"`
+	Requests  int                  `json:"model_requests"`
+	Tokens    int64                `json:"total_tokens"`
+}
+
+// ListFilesInput is list_files' input (none).
+type ListFilesInput struct{}
+
+// FileInfo is one workspace file.
+type FileInfo struct {
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`
+	Modified string `json:"modified" jsonschema:"RFC 3339 time of the last change"`
+}
+
+// ListFilesOutput is list_files' result.
+type ListFilesOutput struct {
+	Files     []FileInfo `json:"files"`
+	Truncated bool       `json:"truncated" jsonschema:"true when the workspace has more entries than were listed"`
+}
+
+// ReadFileInput is read_file's input.
+type ReadFileInput struct {
+	Path string `json:"path" jsonschema:"relative path in the workspace, e.g. plot.png or out/data.csv"`
+}
+
+// ReadFileOutput is read_file's result: text in content, or other bytes in
+// content_base64; images are also returned as image content.
+type ReadFileOutput struct {
+	Path          string `json:"path"`
+	Size          int64  `json:"size"`
+	Content       string `json:"content,omitempty" jsonschema:"the file as text, when it is UTF-8"`
+	ContentBase64 string `json:"content_base64,omitempty" jsonschema:"the file in base64, when it is not UTF-8"`
+}
+
+// WriteFileInput is write_file's input.
+type WriteFileInput struct {
+	Name          string `json:"name" jsonschema:"plain file name: letters, digits, '.', '_', '-', '+' or spaces; no directories"`
+	Content       string `json:"content,omitempty" jsonschema:"text content"`
+	ContentBase64 string `json:"content_base64,omitempty" jsonschema:"binary content in base64 (instead of content)"`
+}
+
+// WriteFileOutput is write_file's result.
+type WriteFileOutput struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// allowedLanguages are the languages whose tool the manifest lists, or all.
+func allowedLanguages(m *manifest.Manifest) []string {
+	var out []string
+	for _, l := range lang.All() {
+		if m == nil {
+			out = append(out, l.Name)
+			continue
+		}
+		if _, err := m.ToolFor(l.Name); err == nil {
+			out = append(out, l.Name)
+		}
+	}
+	return out
+}
+
+// addTools registers the tools the manifest allows.
+func (s *Server) addTools() error {
+	langs := strings.Join(s.langs, ", ")
+	if len(s.langs) > 0 {
+		schema, err := inputSchema[ExecuteInput](func(sc *jsonschema.Schema) {
+			sc.Properties["language"].Description = "language of the program; offered here: " + langs
+			sc.Properties["code"].MinLength = ptr(1)
+			lim := sc.Properties["limits"]
+			for _, p := range []string{"timeout_seconds", "memory_mb", "disk_mb", "processes"} {
+				lim.Properties[p].Minimum = ptr(0.0)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		mcp.AddTool(s.mcp, &mcp.Tool{Name: "execute_code", InputSchema: schema,
+			Description: "Run a program in codeagent's sandbox (no network; the session's workspace is the working directory; " +
+				"files persist between calls of the session). Returns the `codeagent exec --json` object with the files the " +
+				"program created or changed; images it wrote are returned as image content. Languages: " + langs + "."},
+			s.executeCode)
+	}
+	checkSchema, err := inputSchema[CheckInput](func(sc *jsonschema.Schema) {
+		sc.Properties["language"].Enum = []any{"python", "javascript", "bash"}
+	})
+	if err != nil {
+		return err
+	}
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "check_code", InputSchema: checkSchema,
+		Description: "Statically check code for unsafe constructs (forbidden imports and builtins, introspection, paths " +
+			"outside the workspace, ...). Returns the findings with a hint for each; an empty list means none."},
+		s.checkCode)
+	switch {
+	case len(s.langs) == 0:
+		s.log.Warn("run_task is not offered: the manifest lists no execution tool")
+	case s.deps.Model == nil:
+		s.log.Warn("run_task is not offered: no model is configured", "reason", s.deps.ModelError)
+	default:
+		schema, err := inputSchema[RunTaskInput](func(sc *jsonschema.Schema) {
+			sc.Properties["task"].MinLength = ptr(1)
+			sc.Properties["language"].Description = "language of the program; offered here: " + langs + " (default " + s.langs[0] + ")"
+			sc.Properties["max_iterations"].Minimum = ptr(0.0)
+			sc.Properties["max_iterations"].Maximum = ptr(20.0)
+		})
+		if err != nil {
+			return err
+		}
+		mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_task", InputSchema: schema,
+			Description: "Turn a task in plain language into working code: codeagent's agent generates a program, checks it, " +
+				"runs it in the sandbox in the session's workspace, verifies the output and debugs until done. Sends a progress " +
+				"notification per step when the request has a progress token. Returns the final code, output and artifacts."},
+			s.runTask)
+	}
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_files", Description: "List the files in the session's workspace."}, s.listFiles)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "read_file",
+		Description: "Read a file of the session's workspace: text as text, other bytes in base64, images also as image content."},
+		s.readFile)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "write_file",
+		Description: "Write a file into the session's workspace, replacing what is there under that name."}, s.writeFile)
+	return nil
+}
+
+// inputSchema infers T's schema and lets edit refine it.
+func inputSchema[T any](edit func(*jsonschema.Schema)) (*jsonschema.Schema, error) {
+	sc, err := jsonschema.For[T](nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: schema of %T: %w", *new(T), err)
+	}
+	edit(sc)
+	return sc, nil
+}
+
+func ptr[T any](v T) *T { return &v }
