@@ -1,12 +1,15 @@
 package safety
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -147,16 +150,16 @@ func checkEncoding(code []byte, out *collector) {
 		out.add(RuleSyntaxError, i, i+1, "the file is not valid UTF-8",
 			"save the source as UTF-8; write non-ASCII text with \\u escapes if in doubt")
 	}
-	for i, b := range code {
-		if b == 0 {
-			out.add(RuleSyntaxError, i, i+1, "the file contains a NUL byte",
-				"remove the NUL byte; write it as \\0 or \\x00 inside a string if you need it")
-			break
-		}
+	if i := bytes.IndexByte(code, 0); i >= 0 {
+		out.add(RuleSyntaxError, i, i+1, "the file contains a NUL byte",
+			"remove the NUL byte; write it as \\0 or \\x00 inside a string if you need it")
 	}
 }
 
 func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
 	for i := 0; i < len(b); {
 		if b[i] < utf8.RuneSelf {
 			i++
@@ -248,5 +251,142 @@ func (pp *parserPool) parse(ctx context.Context, code []byte) (*tree, func(), er
 		return nil, nil, err
 	}
 	w.buf = nodes
-	return &tree{src: code, nodes: nodes, g: pp.g}, func() { pp.put(w) }, nil
+	return newTree(code, nodes, pp.g), func() { pp.put(w) }, nil
+}
+
+// parseCut is parse for inputs that can be cut at top-level statements (see
+// py_split.go): cuts returns the increasing offsets to cut code at, at most
+// splitMaxPieces-1 of them. parseCut parses the pieces on parallel threads
+// and appends their trees, which gives the tree of the whole input. When
+// cuts returns none, a piece has an ERROR or MISSING node, or a piece's
+// parse fails other than by ctx ending, it parses the input whole.
+func (pp *parserPool) parseCut(ctx context.Context, code []byte, cuts func([]byte) []int) (*tree, func(), error) {
+	at := cuts(code)
+	k := len(at) + 1
+	if k < 2 || k > splitMaxPieces {
+		return pp.parse(ctx, code)
+	}
+	s := &splitRun{ctx: ctx, code: code, at: at, k: k}
+	ws := s.ws[:k]
+	for i := range ws {
+		w, err := pp.get()
+		if err != nil {
+			for _, w := range ws[:i] {
+				pp.put(w)
+			}
+			return nil, nil, err
+		}
+		ws[i] = w
+	}
+	s.wg.Add(k)
+	for range min(runtime.GOMAXPROCS(0), k) - 1 {
+		go s.help()
+	}
+	mine := s.run(make([]tsparse.Tree, 0, k))
+	// Hand this goroutine's trees to a helper to free, if one is still
+	// running; freeing them here would delay the rules.
+	if !s.handoff.CompareAndSwap(nil, &mine) {
+		for _, t := range mine {
+			t.Free()
+		}
+	}
+	s.wg.Wait()
+	whole := false
+	for i, err := range s.errs[:k] {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			for _, w := range ws {
+				pp.put(w)
+			}
+			return nil, nil, err
+		case err != nil || s.bad[i]:
+			whole = true
+		}
+	}
+	if whole {
+		for _, w := range ws {
+			pp.put(w)
+		}
+		return pp.parse(ctx, code)
+	}
+	nodes, total := ws[0].buf, 0
+	for _, w := range ws {
+		total += len(w.buf) - 1
+	}
+	if total++; cap(nodes) < total {
+		nodes = append(make([]tsparse.Node, 0, total), nodes...)
+	}
+	for i := 1; i < k; i++ {
+		nodes = tsparse.AppendTree(nodes, ws[i].buf, uint32(s.at[i-1]))
+	}
+	w0 := ws[0]
+	w0.buf = nodes
+	for _, w := range ws[1:] {
+		pp.put(w) // their nodes have been copied
+	}
+	return newTree(code, nodes, pp.g), func() { pp.put(w0) }, nil
+}
+
+// splitRun is one parallel parse. Pieces are claimed in order by the
+// calling goroutine and by helpers, one per other CPU; when a helper starts
+// late (on a busy machine), the caller parses its piece too instead of
+// waiting for it. Each piece's tree-sitter tree is freed after its nodes
+// are handed over, by the helpers when they can, off the caller's path.
+type splitRun struct {
+	ctx  context.Context
+	code []byte
+	at   []int
+	ws   [splitMaxPieces]*worker
+	errs [splitMaxPieces]error
+	bad  [splitMaxPieces]bool // the piece has an ERROR or MISSING node
+	k    int                  // pieces
+
+	next    atomic.Int32 // the next piece to claim
+	wg      sync.WaitGroup
+	handoff atomic.Pointer[[]tsparse.Tree] // the caller's trees, or takenTrees
+}
+
+// takenTrees marks splitRun.handoff as taken by a helper.
+var takenTrees = new([]tsparse.Tree)
+
+func (s *splitRun) help() {
+	var buf [splitMaxPieces]tsparse.Tree
+	for _, t := range s.run(buf[:0]) {
+		t.Free()
+	}
+	if p := s.handoff.Swap(takenTrees); p != nil && p != takenTrees {
+		for _, t := range *p {
+			t.Free()
+		}
+	}
+}
+
+// run parses pieces until none is left and returns their trees.
+func (s *splitRun) run(trees []tsparse.Tree) []tsparse.Tree {
+	for {
+		i := int(s.next.Add(1)) - 1
+		if i >= s.k {
+			return trees
+		}
+		trees = append(trees, s.piece(i))
+		s.wg.Done()
+	}
+}
+
+func (s *splitRun) piece(i int) tsparse.Tree {
+	lo, hi := 0, len(s.code)
+	if i > 0 {
+		lo = s.at[i-1]
+	}
+	if i < len(s.at) {
+		hi = s.at[i]
+	}
+	w := s.ws[i]
+	nodes, t, err := w.p.ParseKeep(s.ctx, s.code[lo:hi], w.buf)
+	if err == nil {
+		w.buf = nodes
+		s.bad[i] = tsparse.HasError(nodes)
+	}
+	s.errs[i] = err
+	return t
 }

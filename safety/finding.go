@@ -144,9 +144,11 @@ func (c *collector) add(rule string, start, end int, msg, hint string) {
 		return
 	}
 	c.seen[key] = len(c.findings)
+	// msg and hint may contain source text, which the analysers read
+	// without copying (tree.text): copy them, as snippet copies Text.
 	c.findings = append(c.findings, Finding{
 		Rule: rule, Line: line, Column: col,
-		Text: snippet(c.src, start, end), Message: msg, Hint: hint,
+		Text: snippet(c.src, start, end), Message: strings.Clone(msg), Hint: strings.Clone(hint),
 	})
 }
 

@@ -39,6 +39,37 @@ func newSet(list ...[]string) set {
 	return s
 }
 
+// nameFilter is a quick, exact pre-check for set lookups on the hot paths
+// (every identifier of a file): it records the lengths and first bytes of a
+// set's names, so most names are ruled out without hashing them. mayHave
+// has no false negatives.
+type nameFilter struct {
+	lens  uint64    // bit min(len, 63)
+	first [4]uint64 // bit per first byte
+}
+
+func newNameFilter(s set) nameFilter {
+	var f nameFilter
+	for name := range s {
+		f.add(name)
+	}
+	return f
+}
+
+func (f *nameFilter) add(name string) {
+	f.lens |= 1 << min(len(name), 63)
+	if name != "" {
+		f.first[name[0]>>6] |= 1 << (name[0] & 63)
+	}
+}
+
+func (f *nameFilter) mayHave(name string) bool {
+	if f.lens&(1<<min(len(name), 63)) == 0 {
+		return false
+	}
+	return name == "" || f.first[name[0]>>6]&(1<<(name[0]&63)) != 0
+}
+
 // matchModule reports whether module path m is one of list or inside one of
 // its packages, and returns the entry that matched.
 func matchModule(m string, list []string) (string, bool) {

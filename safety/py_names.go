@@ -48,7 +48,7 @@ func (f *pyFile) checkName(i int32) {
 	}
 	name := normIdent(t.text(i))
 	switch {
-	case f.builtins[name]:
+	case f.builtinsF.mayHave(name) && f.builtins[name]:
 		if f.shadowable[name] && f.bound[name] {
 			return
 		}
@@ -65,7 +65,7 @@ func (f *pyFile) checkName(i int32) {
 	case isDunder(name) && !f.allowedDunders[name]:
 		f.add(RuleIntrospection, i, fmt.Sprintf("the name %s reaches interpreter internals", name), dunderHint(name))
 	}
-	if q, ok := f.aliases[name]; ok {
+	if q, ok := f.alias(name); ok {
 		switch lastOf(q) {
 		case "attrgetter", "methodcaller":
 			if p := t.parent(i); !(t.kind(p) == pyCall && t.fieldOf(i) == f.f.function) {
@@ -91,12 +91,12 @@ func (f *pyFile) checkAttribute(i int32) {
 	name := normIdent(t.text(an))
 	obj := t.child(i, f.f.object)
 	switch {
-	case f.frames[name]:
+	case f.framesF.mayHave(name) && f.frames[name]:
 		f.add(RuleFrameAccess, an, fmt.Sprintf(".%s walks frames or code objects", name),
 			"do not inspect the running program; pass the values you need as arguments")
 	case isDunder(name) && !f.allowedDunders[name]:
 		f.add(RuleIntrospection, an, fmt.Sprintf(".%s reaches interpreter internals", name), dunderHint(name))
-	case dynamicImportAttrs[name]:
+	case f.dynImportF.mayHave(name) && dynamicImportAttrs[name]:
 		f.add(RuleDynamicImport, i, fmt.Sprintf(".%s imports a module by computed name", name),
 			"import the modules you need with a plain import statement at the top")
 	case isPrivate(name):
@@ -104,7 +104,7 @@ func (f *pyFile) checkAttribute(i int32) {
 			f.add(RulePrivateAttribute, an, fmt.Sprintf("%s is a private attribute of module %s", name, q),
 				"use only the public API of the module; private attributes can reach forbidden modules")
 		}
-	case f.forbiddenRoots[name]:
+	case f.forbiddenRootsF.mayHave(name) && f.forbiddenRoots[name]:
 		if q, module := f.qualified(obj); module {
 			f.add(RuleModuleReexport, an, fmt.Sprintf("%s.%s reaches the forbidden module %s through %s", q, name, name, q),
 				importHint(name))

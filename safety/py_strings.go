@@ -7,21 +7,15 @@ import (
 	"unicode/utf8"
 )
 
-// stringParts returns a string node's prefix and its literal pieces (the
-// text between quotes, without f-string fields), still escaped.
-func (f *pyFile) stringParts(i int32) (prefix string, parts []string, hasFields bool) {
+// stringPrefix returns a string node's prefix, in lower case.
+func (f *pyFile) stringPrefix(i int32) (prefix string) {
 	t := f.t
 	for c := t.node(i).FirstChild; c >= 0; c = t.node(c).NextSibling {
-		switch t.kind(c) {
-		case pyStringStart:
+		if t.kind(c) == pyStringStart {
 			prefix = strings.ToLower(strings.TrimRight(t.text(c), `"'`))
-		case pyStringContent:
-			parts = append(parts, t.text(c))
-		case pyInterpolation:
-			hasFields = true
 		}
 	}
-	return prefix, parts, hasFields
+	return prefix
 }
 
 // stringValue returns the value of a string or implicitly concatenated
@@ -43,8 +37,7 @@ func (f *pyFile) stringValue(i int32) (string, bool) {
 	if t.kind(i) != pyString {
 		return "", false
 	}
-	prefix, _, _ := f.stringParts(i)
-	raw := strings.ContainsRune(prefix, 'r')
+	raw := strings.ContainsRune(f.stringPrefix(i), 'r')
 	var b strings.Builder
 	for c := t.node(i).FirstChild; c >= 0; c = t.node(c).NextSibling {
 		switch t.kind(c) {
@@ -74,10 +67,14 @@ func (f *pyFile) literalString(i int32) (string, bool) {
 // only matter as input to getattr, attrgetter or str.format, which the
 // checker cannot always follow.
 func (f *pyFile) checkString(i int32) {
-	prefix, parts, _ := f.stringParts(i)
-	raw := strings.ContainsRune(prefix, 'r')
-	for _, p := range parts {
-		v := decodePyEscapes(p, raw)
+	t := f.t
+	raw := strings.ContainsRune(f.stringPrefix(i), 'r')
+	// The literal pieces: the text between quotes, without f-string fields.
+	for c := t.node(i).FirstChild; c >= 0; c = t.node(c).NextSibling {
+		if t.kind(c) != pyStringContent {
+			continue
+		}
+		v := decodePyEscapes(t.text(c), raw)
 		if !strings.Contains(v, "__") {
 			continue
 		}

@@ -110,6 +110,7 @@ type pyFields struct {
 // pyAnalyser holds the policy compiled into sets for the Python rules.
 type pyAnalyser struct {
 	pool           *parserPool
+	split          func([]byte) []int // where to cut a file for a parallel parse
 	policy         *Policy
 	f              pyFields
 	builtins       set
@@ -121,12 +122,15 @@ type pyAnalyser struct {
 	fileFuncs      set
 	filePrefixes   []string
 	forbiddenRoots set
+	// Filters for the sets looked up for every identifier or attribute.
+	builtinsF, shadowableF, framesF, dynImportF, forbiddenRootsF nameFilter
 }
 
 func newPythonAnalyser(p *Policy, pool *parserPool) *pyAnalyser {
 	g := pool.g
 	a := &pyAnalyser{
 		pool:   pool,
+		split:  pySplit,
 		policy: p,
 		f: pyFields{
 			name: g.field("name"), alias: g.field("alias"), moduleName: g.field("module_name"),
@@ -158,6 +162,11 @@ func newPythonAnalyser(p *Policy, pool *parserPool) *pyAnalyser {
 	for _, m := range p.Python.ForbiddenModules {
 		a.forbiddenRoots[rootOf(m)] = true
 	}
+	a.builtinsF = newNameFilter(a.builtins)
+	a.shadowableF = newNameFilter(a.shadowable)
+	a.framesF = newNameFilter(a.frames)
+	a.dynImportF = newNameFilter(dynamicImportAttrs)
+	a.forbiddenRootsF = newNameFilter(a.forbiddenRoots)
 	return a
 }
 
@@ -168,13 +177,14 @@ type pyFile struct {
 	out *collector
 	// aliases maps a local name bound by an import to the qualified name it
 	// stands for: "np" -> "numpy", "rp" -> "pandas.read_pickle".
-	aliases map[string]string
+	aliases  map[string]string
+	aliasesF nameFilter
 	// bound holds the shadowable builtin names the file binds itself.
 	bound set
 }
 
 func (a *pyAnalyser) analyse(ctx context.Context, code []byte, out *collector) error {
-	t, release, err := a.pool.parse(ctx, code)
+	t, release, err := a.pool.parseCut(ctx, code, a.split)
 	if err != nil {
 		return err
 	}
@@ -222,11 +232,11 @@ func (f *pyFile) collectBindings() {
 				switch t.kind(c) {
 				case pyDottedName:
 					m := f.dotted(c)
-					f.aliases[rootOf(m)] = rootOf(m)
+					f.setAlias(rootOf(m), rootOf(m))
 				case pyAliasedImport:
 					m := f.dotted(t.child(c, f.f.name))
 					if al := t.child(c, f.f.alias); al >= 0 {
-						f.aliases[normIdent(t.text(al))] = m
+						f.setAlias(normIdent(t.text(al)), m)
 					}
 				}
 			}
@@ -243,21 +253,35 @@ func (f *pyFile) collectBindings() {
 				switch t.kind(c) {
 				case pyDottedName:
 					n := f.dotted(c)
-					f.aliases[rootOf(n)] = m + "." + n
+					f.setAlias(rootOf(n), m+"."+n)
 				case pyAliasedImport:
 					n := f.dotted(t.child(c, f.f.name))
 					if al := t.child(c, f.f.alias); al >= 0 {
-						f.aliases[normIdent(t.text(al))] = m + "." + n
+						f.setAlias(normIdent(t.text(al)), m+"."+n)
 					}
 				}
 			}
 		case pyIdentifier:
 			name := normIdent(t.text(i))
-			if f.shadowable[name] && f.isBinding(i) {
+			if f.shadowableF.mayHave(name) && f.shadowable[name] && f.isBinding(i) {
 				f.bound[name] = true
 			}
 		}
 	}
+}
+
+func (f *pyFile) setAlias(name, qualified string) {
+	f.aliases[name] = qualified
+	f.aliasesF.add(name)
+}
+
+// alias returns what an imported name stands for.
+func (f *pyFile) alias(name string) (string, bool) {
+	if !f.aliasesF.mayHave(name) {
+		return "", false
+	}
+	q, ok := f.aliases[name]
+	return q, ok
 }
 
 // dotted returns a dotted_name's normalised text, without spaces or comments.
@@ -266,15 +290,34 @@ func (f *pyFile) dotted(i int32) string {
 	if t.kind(i) == pyIdentifier {
 		return normIdent(t.text(i))
 	}
-	var b strings.Builder
+	// One identifier needs no copy; otherwise size the result first.
+	var partsBuf [8]string
+	parts := partsBuf[:0]
+	size := 0
 	for c := t.firstNamed(i); c >= 0; c = t.nextNamed(c) {
 		if t.kind(c) != pyIdentifier {
 			continue
 		}
-		if b.Len() > 0 {
+		p := normIdent(t.text(c))
+		if p == "" && len(parts) == 0 {
+			continue // no dot before the first text
+		}
+		parts = append(parts, p)
+		size += len(p) + 1
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	var b strings.Builder
+	b.Grow(size - 1)
+	for k, p := range parts {
+		if k > 0 {
 			b.WriteByte('.')
 		}
-		b.WriteString(normIdent(t.text(c)))
+		b.WriteString(p)
 	}
 	return b.String()
 }
@@ -364,19 +407,27 @@ func (f *pyFile) add(rule string, i int32, msg, hint string) {
 // whether the chain starts at an imported name.
 func (f *pyFile) qualified(i int32) (q string, module bool) {
 	t := f.t
-	var parts []string
+	var partsBuf [8]string
+	parts := partsBuf[:0]
+	size := 0
 	for {
 		switch t.kind(i) {
 		case pyAttribute:
-			parts = append(parts, normIdent(t.text(t.child(i, f.f.attribute))))
+			p := normIdent(t.text(t.child(i, f.f.attribute)))
+			parts = append(parts, p)
+			size += 1 + len(p)
 			i = t.child(i, f.f.object)
 			continue
 		case pyIdentifier:
 			root := normIdent(t.text(i))
-			if m, ok := f.aliases[root]; ok {
+			if m, ok := f.alias(root); ok {
 				root, module = m, true
 			}
+			if len(parts) == 0 {
+				return root, module
+			}
 			var b strings.Builder
+			b.Grow(len(root) + size)
 			b.WriteString(root)
 			for k := len(parts) - 1; k >= 0; k-- {
 				b.WriteByte('.')

@@ -51,9 +51,17 @@ func (g *grammar) field(name string) uint16 {
 
 // tree is a parsed input: the flat node array and the source.
 type tree struct {
-	src   []byte
+	src []byte
+	// str is src as a string without a copy, so that text allocates
+	// nothing. Its substrings are only valid during the check: everything
+	// that goes into a Finding is copied (see collector.add and snippet).
+	str   string
 	nodes []tsparse.Node
 	g     *grammar
+}
+
+func newTree(src []byte, nodes []tsparse.Node, g *grammar) *tree {
+	return &tree{src: src, str: unsafe.String(unsafe.SliceData(src), len(src)), nodes: nodes, g: g}
 }
 
 // kOther is every kind an analyser does not name; kError is an ERROR node.
@@ -85,10 +93,10 @@ func (t *tree) text(i int32) string {
 		return ""
 	}
 	n := &t.nodes[i]
-	if int(n.End) > len(t.src) || n.Start > n.End {
+	if int(n.End) > len(t.str) || n.Start > n.End {
 		return ""
 	}
-	return string(t.src[n.Start:n.End])
+	return t.str[n.Start:n.End]
 }
 
 func (t *tree) span(i int32) (int, int) {

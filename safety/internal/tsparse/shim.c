@@ -1,5 +1,7 @@
 #include "shim.h"
 
+#include <time.h>
+
 typedef struct sa_input {
   const char *src;
   uint32_t len;
@@ -16,15 +18,31 @@ static const char *sa_read(void *payload, uint32_t byte_index, TSPoint position,
   return in->src + byte_index;
 }
 
-// sa_progress stops the parse once the flag that payload points to is set.
+static int64_t sa_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// sa_progress stops the parse once the cancel flag is set or the deadline
+// has passed. tree-sitter calls it every 100 parse operations.
 static bool sa_progress(TSParseState *state) {
-  volatile size_t *flag = (volatile size_t *)state->payload;
-  return *flag != 0;
+  sa_cancel *c = (sa_cancel *)state->payload;
+  if (*(volatile size_t *)&c->flag != 0) {
+    return true;
+  }
+  if (c->deadline_ns != 0 && sa_now_ns() > c->deadline_ns) {
+    c->timed_out = 1;
+    return true;
+  }
+  return false;
 }
 
 void sa_use_libc_allocator(void) { ts_set_allocator(malloc, calloc, realloc, free); }
 
-TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, size_t *cancel) {
+TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, sa_cancel *cancel, int64_t budget_ns) {
+  cancel->timed_out = 0;
+  cancel->deadline_ns = budget_ns > 0 ? sa_now_ns() + budget_ns : 0;
   sa_input in = {src, len};
   TSInput input = {&in, sa_read, 0, NULL};
   TSParseOptions opts = {cancel, sa_progress};

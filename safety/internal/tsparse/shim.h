@@ -92,8 +92,18 @@ enum { SA_NAMED = 1, SA_MISSING = 2, SA_EXTRA = 4 };
 
 
 
+// sa_cancel stops a parse: flag is set (by another thread) to cancel it,
+// deadline_ns (CLOCK_MONOTONIC, 0 for none) is its time budget, and
+// timed_out tells that the budget ran out.
+typedef struct sa_cancel {
+  size_t flag;
+  int64_t deadline_ns;
+  int32_t timed_out;
+} sa_cancel;
+
 void sa_use_libc_allocator(void);
-TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, size_t *cancel);
+TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, sa_cancel *cancel, int64_t budget_ns);
 uint32_t sa_count(TSTree *t);
 uint32_t sa_flatten(TSTree *t, sa_node *out, uint32_t cap);
+uint32_t sa_flatten_fast(TSTree *t, sa_node *out, uint32_t cap);
 #endif

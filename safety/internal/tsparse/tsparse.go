@@ -7,6 +7,13 @@
 // made a 200-line file cost milliseconds. Here the parse reads the Go buffer in
 // place, allocation uses libc, and the tree is flattened in one C call, so the
 // analysers work on plain Go structs without further cgo calls.
+//
+// The flatten (flatten.c) reads tree-sitter's subtrees directly, using the
+// internal layouts declared in tsinternal.h, which is about 5 times faster
+// than walking with a TSTreeCursor; NewLanguage checks it against the
+// cursor walk (sa_flatten in shim.c) and falls back to that when they
+// disagree, for instance after a tree-sitter upgrade. The parse's time
+// budget is checked in C, so a parse needs no timer or context goroutine.
 package tsparse
 
 /*
@@ -58,11 +65,58 @@ type Node struct {
 type Language struct {
 	ptr  unsafe.Pointer
 	lang *sitter.Language
+	// fast says that sa_flatten_fast, which reads tree-sitter's internal
+	// layouts, agrees with the public-API sa_flatten on this grammar.
+	fast bool
 }
 
 // NewLanguage wraps a grammar pointer as returned by a grammar's Language().
 func NewLanguage(ptr unsafe.Pointer) *Language {
-	return &Language{ptr: ptr, lang: sitter.NewLanguage(ptr)}
+	l := &Language{ptr: ptr, lang: sitter.NewLanguage(ptr)}
+	l.fast = l.fastFlattenAgrees()
+	return l
+}
+
+// selfCheckSource is parsed by fastFlattenAgrees: in any of the grammars it
+// has fields, aliases, extras, hidden nodes and syntax errors.
+const selfCheckSource = "import os as o, sys\n" +
+	"def f(a, *b, c=1, **d):\n    return [x for x in a if x] # c\n" +
+	"x = f'{a!r:>{w}}' + `b` + \"s\\n\" if t else {k: v}\n" +
+	"const g = (a, {b}) => a?.b ?? `t${c}`; // c\n" +
+	"for f in *.txt; do echo \"$f\" | grep -c x > out; done <<EOF\nhi\nEOF\n" +
+	") ] } (( [[ {{ \n"
+
+// fastFlattenAgrees parses selfCheckSource and compares the two flattens,
+// so that a tree-sitter runtime whose internal layouts differ from
+// tsinternal.h falls back to the public API instead of misreading trees.
+func (l *Language) fastFlattenAgrees() bool {
+	p := C.ts_parser_new()
+	defer C.ts_parser_delete(p)
+	if !C.ts_parser_set_language(p, (*C.TSLanguage)(l.ptr)) {
+		return false
+	}
+	c := (*C.sa_cancel)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sa_cancel{}))))
+	defer C.free(unsafe.Pointer(c))
+	src := C.CString(selfCheckSource)
+	defer C.free(unsafe.Pointer(src))
+	t := C.sa_parse(p, src, C.uint32_t(len(selfCheckSource)), c, 0)
+	if t == nil {
+		return false
+	}
+	defer C.ts_tree_delete(t)
+	n := int(C.sa_count(t))
+	a, b := make([]Node, n), make([]Node, n)
+	na := C.sa_flatten(t, (*C.sa_node)(unsafe.Pointer(&a[0])), C.uint32_t(n))
+	nb := C.sa_flatten_fast(t, (*C.sa_node)(unsafe.Pointer(&b[0])), C.uint32_t(n))
+	if na != nb || int(na) != n {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // KindCount is the number of kind ids of the grammar.
@@ -93,8 +147,10 @@ type Parser struct {
 	Budget func(n int) time.Duration
 
 	p      *C.TSParser
-	cancel *C.size_t // C memory, so a watcher goroutine may set it mid-parse
+	cancel *C.sa_cancel // C memory, so a watcher goroutine may set it mid-parse
 	lang   *Language
+	// slowFlatten makes Parse use the public-API flatten (for tests).
+	slowFlatten bool
 }
 
 // NewParser returns a parser for lang. Close it when done.
@@ -104,8 +160,8 @@ func NewParser(lang *Language) (*Parser, error) {
 		C.ts_parser_delete(p)
 		return nil, fmt.Errorf("tree-sitter: incompatible grammar version")
 	}
-	flag := (*C.size_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.size_t(0)))))
-	return &Parser{p: p, cancel: flag, lang: lang}, nil
+	c := (*C.sa_cancel)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sa_cancel{}))))
+	return &Parser{p: p, cancel: c, lang: lang}, nil
 }
 
 // Close frees the parser. It is safe to call twice.
@@ -120,57 +176,89 @@ func (p *Parser) Close() {
 // Parse parses src and returns its nodes in pre-order, reusing buf's storage.
 // It returns ErrCanceled when ctx ends first. src must be shorter than 4 GiB.
 func (p *Parser) Parse(ctx context.Context, src []byte, buf []Node) ([]Node, error) {
+	nodes, t, err := p.ParseKeep(ctx, src, buf)
+	t.Free()
+	return nodes, err
+}
+
+// Tree is a tree-sitter tree that ParseKeep left for the caller to free.
+type Tree struct{ t *C.TSTree }
+
+// Free frees the tree; it may be called on any goroutine, also while the
+// parser parses again. Freeing a zero Tree does nothing.
+func (t Tree) Free() {
+	if t.t != nil {
+		C.ts_tree_delete(t.t)
+	}
+}
+
+// ParseKeep is Parse, but returns the tree-sitter tree instead of freeing
+// it, so that the caller can free it off its critical path (freeing takes
+// about 3% of a parse). On error the Tree is zero.
+func (p *Parser) ParseKeep(ctx context.Context, src []byte, buf []Node) ([]Node, Tree, error) {
+	nodes, t, err := p.parse(ctx, src, buf)
+	return nodes, Tree{t}, err
+}
+
+func (p *Parser) parse(ctx context.Context, src []byte, buf []Node) ([]Node, *C.TSTree, error) {
 	if p.p == nil {
-		return nil, errors.New("tree-sitter: parser is closed")
+		return nil, nil, errors.New("tree-sitter: parser is closed")
 	}
 	if uint64(len(src)) >= 1<<32-1 {
-		return nil, errors.New("tree-sitter: input too large")
-	}
-	flag := (*uintptr)(unsafe.Pointer(p.cancel))
-	atomic.StoreUintptr(flag, 0)
-	parent := ctx
-	if p.Budget != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.Budget(len(src)))
-		defer cancel()
+		return nil, nil, errors.New("tree-sitter: input too large")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// Set the C flag when ctx ends, and make sure the callback has finished
-	// before returning: after that the parser (and its flag) may be freed.
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		atomic.StoreUintptr(flag, 1)
-		close(fired)
-	})
-	defer func() {
-		if !stop() {
-			<-fired
-		}
-	}()
+	flag := (*uintptr)(unsafe.Pointer(&p.cancel.flag))
+	atomic.StoreUintptr(flag, 0)
+	// The budget is checked in C (no timer needed); a context that can end
+	// sets the C flag, and Parse makes sure the callback has finished before
+	// returning: after that the parser (and its flag) may be freed.
+	if ctx.Done() != nil {
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			atomic.StoreUintptr(flag, 1)
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				<-fired
+			}
+		}()
+	}
+	var budget int64
+	if p.Budget != nil {
+		budget = max(1, int64(p.Budget(len(src))))
+	}
 	var srcPtr *C.char
 	if len(src) > 0 {
 		srcPtr = (*C.char)(unsafe.Pointer(&src[0]))
 	} else {
 		srcPtr = (*C.char)(unsafe.Pointer(&[1]byte{}))
 	}
-	t := C.sa_parse(p.p, srcPtr, C.uint32_t(len(src)), p.cancel)
-	if t == nil && parent.Err() == nil && ctx.Err() != nil {
-		return nil, ErrTooComplex
-	}
+	t := C.sa_parse(p.p, srcPtr, C.uint32_t(len(src)), p.cancel, C.int64_t(budget))
 	if t == nil {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrCanceled, err)
 		}
-		return nil, ErrCanceled
+		if p.cancel.timed_out != 0 {
+			return nil, nil, ErrTooComplex
+		}
+		return nil, nil, ErrCanceled
 	}
-	defer C.ts_tree_delete(t)
 	n := int(C.sa_count(t))
 	if cap(buf) < n {
 		buf = make([]Node, n)
 	}
 	buf = buf[:n]
-	got := C.sa_flatten(t, (*C.sa_node)(unsafe.Pointer(&buf[0])), C.uint32_t(n))
-	return buf[:int(got)], nil
+	out, size := (*C.sa_node)(unsafe.Pointer(&buf[0])), C.uint32_t(n)
+	var got C.uint32_t
+	if p.lang.fast && !p.slowFlatten {
+		got = C.sa_flatten_fast(t, out, size)
+	}
+	if got == 0 {
+		got = C.sa_flatten(t, out, size)
+	}
+	return buf[:int(got)], t, nil
 }

@@ -2,8 +2,11 @@ package tsparse
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	python "github.com/tree-sitter/tree-sitter-python/bindings/go"
 )
@@ -120,4 +123,41 @@ func TestCancelAfterParseThenClose(t *testing.T) {
 		cancel()
 		p.Close()
 	}
+}
+
+// TestParseBudget: a parse over its time budget returns ErrTooComplex, and
+// the parser stays usable.
+func TestParseBudget(t *testing.T) {
+	p := newPy(t)
+	p.Budget = func(int) time.Duration { return time.Nanosecond }
+	src := []byte(strings.Repeat("x = f(1, 'a')\n", 2000))
+	if _, err := p.Parse(context.Background(), src, nil); !errors.Is(err, ErrTooComplex) {
+		t.Fatalf("err = %v, want ErrTooComplex", err)
+	}
+	p.Budget = nil
+	if _, err := p.Parse(context.Background(), src, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestParseKeep: the tree ParseKeep returns can be freed on another
+// goroutine while the parser parses again.
+func TestParseKeep(t *testing.T) {
+	p := newPy(t)
+	src := []byte(strings.Repeat("x = f(1, 'a')\n", 200))
+	var buf []Node
+	for i := 0; i < 50; i++ {
+		nodes, tr, err := p.ParseKeep(context.Background(), src, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf = nodes
+		done := make(chan struct{})
+		go func() { tr.Free(); close(done) }()
+		if _, err := p.Parse(context.Background(), src, nil); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+	Tree{}.Free()
 }
