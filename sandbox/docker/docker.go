@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -188,28 +187,12 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 }
 
 func validate(spec sandbox.Spec) error {
-	if len(spec.Command) == 0 || spec.Command[0] == "" {
-		return fmt.Errorf("%w: empty command", sandbox.ErrInvalidSpec)
-	}
-	if spec.Workspace == "" {
-		return fmt.Errorf("%w: no workspace", sandbox.ErrInvalidSpec)
-	}
-	fi, err := os.Stat(spec.Workspace)
-	if err != nil {
-		return fmt.Errorf("%w: workspace: %v", sandbox.ErrInvalidSpec, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%w: workspace %s is not a directory", sandbox.ErrInvalidSpec, spec.Workspace)
+	if err := spec.Validate(); err != nil {
+		return err
 	}
 	for _, f := range spec.Files {
-		p := path.Clean(f.Path)
-		if !path.IsAbs(f.Path) || p != f.Path || !strings.HasPrefix(p, CodePath+"/") {
+		if !strings.HasPrefix(f.Path, CodePath+"/") {
 			return fmt.Errorf("%w: file path %q: the docker backend places files under %s/ only", sandbox.ErrInvalidSpec, f.Path, CodePath)
-		}
-	}
-	for k := range spec.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fmt.Errorf("%w: bad environment variable name %q", sandbox.ErrInvalidSpec, k)
 		}
 	}
 	return nil

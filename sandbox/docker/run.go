@@ -17,15 +17,6 @@ import (
 	"github.com/codeagent/codeagent/sandbox"
 )
 
-type killReason int
-
-const (
-	notKilled killReason = iota
-	killedTimeout
-	killedDisk
-	killedCancel
-)
-
 // execution is the state of one Run.
 type execution struct {
 	b    *Backend
@@ -34,7 +25,7 @@ type execution struct {
 	lim  sandbox.Limits
 
 	mu     sync.Mutex
-	reason killReason
+	reason sandbox.KillReason
 	dead   bool          // the container was killed
 	killed chan struct{} // closed by the first kill
 }
@@ -88,7 +79,7 @@ func (e *execution) command() []string {
 	return append(cmd, e.spec.Command...)
 }
 
-func (e *execution) kill(why killReason) {
+func (e *execution) kill(why sandbox.KillReason) {
 	e.mu.Lock()
 	first := !e.dead
 	if first {
@@ -144,7 +135,7 @@ func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, er
 		}()
 	}
 
-	timer := time.AfterFunc(e.lim.WallTime, func() { e.kill(killedTimeout) })
+	timer := time.AfterFunc(e.lim.WallTime, func() { e.kill(sandbox.KilledTimeout) })
 	defer timer.Stop()
 	done := make(chan struct{})
 	defer close(done)
@@ -152,19 +143,19 @@ func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, er
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				e.kill(killedTimeout)
+				e.kill(sandbox.KilledTimeout)
 			} else {
-				e.kill(killedCancel)
+				e.kill(sandbox.KilledCancel)
 			}
 		case <-done:
 		}
 	}()
-	go watchDisk(e.bx.ws, baseline, e.lim.Disk, done, func() { e.kill(killedDisk) })
+	go watchDisk(e.bx.ws, baseline, e.lim.Disk, done, func() { e.kill(sandbox.KilledDisk) })
 
 	code, err := e.wait(ec.ID, streamDone)
 	res.WallTime = time.Since(start)
 	if err != nil {
-		e.kill(killedCancel)
+		e.kill(sandbox.KilledCancel)
 		return res, &sandbox.SetupError{Reason: "wait for exec", Err: err}
 	}
 	// The program's process has ended; its children may not have. When the
@@ -177,7 +168,7 @@ func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, er
 		res.CPUTime, res.PeakMemory = e.b.stats(e.bx.id)
 	}
 	if only, ok := e.bx.cg.onlyFirstLeft(); !ok || !only {
-		e.kill(notKilled)
+		e.kill(sandbox.NotKilled)
 	}
 	select {
 	case <-streamDone:
@@ -230,35 +221,9 @@ func (e *execution) verdict(res *sandbox.Result, code int, oomKills int64) {
 	e.mu.Lock()
 	reason := e.reason
 	e.mu.Unlock()
-	res.ExitCode = code
 	oom := oomKills > 0
 	if oomKills < 0 {
-		oom = e.b.oomKilled(e.bx.id, code == 128+int(syscall.SIGKILL) && reason == notKilled)
+		oom = e.b.oomKilled(e.bx.id, code == 128+int(syscall.SIGKILL) && reason == sandbox.NotKilled)
 	}
-	switch {
-	case reason == killedTimeout:
-		res.Status, res.Signal = sandbox.StatusTimeout, int(syscall.SIGKILL)
-		res.Message = fmt.Sprintf("killed after the wall-clock limit of %s", e.lim.WallTime)
-	case reason == killedDisk:
-		res.Status, res.Signal = sandbox.StatusSignaled, int(syscall.SIGXFSZ)
-		res.Message = fmt.Sprintf("killed: the workspace grew past the disk limit of %s", sandbox.FormatSize(e.lim.Disk))
-	case reason == killedCancel:
-		res.Status, res.Signal = sandbox.StatusSignaled, int(syscall.SIGKILL)
-		res.Message = "killed: the run was cancelled"
-	case oom:
-		res.Status, res.Signal = sandbox.StatusMemoryLimit, int(syscall.SIGKILL)
-		res.Message = fmt.Sprintf("killed: the memory limit of %s was exceeded", sandbox.FormatSize(e.lim.Memory))
-	case code == 0:
-		res.Status = sandbox.StatusOK
-	case code > 128 && code <= 128+64:
-		res.Signal = code - 128
-		res.Status = sandbox.StatusSignaled
-		res.Message = "ended by " + sandbox.SignalName(res.Signal)
-		if res.Signal == int(syscall.SIGXCPU) {
-			res.Status = sandbox.StatusTimeout
-			res.Message = fmt.Sprintf("killed after the CPU-time limit of %s", e.lim.CPUTime)
-		}
-	default:
-		res.Status = sandbox.StatusError
-	}
+	sandbox.Verdict(res, e.lim, reason, oom, code)
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,33 +95,14 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 }
 
 func validate(spec sandbox.Spec) error {
-	if len(spec.Command) == 0 || spec.Command[0] == "" {
-		return fmt.Errorf("%w: empty command", sandbox.ErrInvalidSpec)
-	}
-	if spec.Workspace == "" {
-		return fmt.Errorf("%w: no workspace", sandbox.ErrInvalidSpec)
-	}
-	fi, err := os.Stat(spec.Workspace)
-	if err != nil {
-		return fmt.Errorf("%w: workspace: %v", sandbox.ErrInvalidSpec, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%w: workspace %s is not a directory", sandbox.ErrInvalidSpec, spec.Workspace)
+	if err := spec.Validate(); err != nil {
+		return err
 	}
 	for _, f := range spec.Files {
-		p := path.Clean(f.Path)
-		if !path.IsAbs(f.Path) || p != f.Path || p == "/" {
-			return fmt.Errorf("%w: file path %q must be absolute and clean", sandbox.ErrInvalidSpec, f.Path)
-		}
 		for _, reserved := range []string{sandbox.WorkspacePath, "/proc", "/dev", "/tmp", "/usr", "/etc"} {
-			if p == reserved || strings.HasPrefix(p, reserved+"/") {
+			if f.Path == reserved || strings.HasPrefix(f.Path, reserved+"/") {
 				return fmt.Errorf("%w: file path %q is inside %s", sandbox.ErrInvalidSpec, f.Path, reserved)
 			}
-		}
-	}
-	for k := range spec.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fmt.Errorf("%w: bad environment variable name %q", sandbox.ErrInvalidSpec, k)
 		}
 	}
 	return nil
@@ -135,17 +115,8 @@ type run struct {
 	lim  sandbox.Limits
 
 	mu     sync.Mutex
-	reason killReason
+	reason sandbox.KillReason
 }
-
-type killReason int
-
-const (
-	notKilled killReason = iota
-	killedTimeout
-	killedDisk
-	killedCancel
-)
 
 func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	var res sandbox.Result
@@ -190,9 +161,9 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	_ = l.blockW.Close()
 
-	kill := func(why killReason) {
+	kill := func(why sandbox.KillReason) {
 		r.mu.Lock()
-		if r.reason == notKilled {
+		if r.reason == sandbox.NotKilled {
 			r.reason = why
 		}
 		r.mu.Unlock()
@@ -201,20 +172,20 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 			l.cg.Kill()
 		}
 	}
-	timer := time.AfterFunc(r.lim.WallTime, func() { kill(killedTimeout) })
+	timer := time.AfterFunc(r.lim.WallTime, func() { kill(sandbox.KilledTimeout) })
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				kill(killedTimeout)
+				kill(sandbox.KilledTimeout)
 			} else {
-				kill(killedCancel)
+				kill(sandbox.KilledCancel)
 			}
 		case <-done:
 		}
 	}()
-	go ws.watch(done, func() { kill(killedDisk) })
+	go ws.watch(done, func() { kill(sandbox.KilledDisk) })
 
 	waitErr := l.cmd.Wait()
 	close(done)
@@ -265,44 +236,17 @@ func (r *run) verdict(res *sandbox.Result, ps *os.ProcessState, waitErr error, s
 	r.mu.Unlock()
 	code := -1
 	if ps != nil {
-		code = ps.ExitCode()
+		code = ps.ExitCode() // bwrap's init reports a program killed by signal N as 128+N
 	}
-	res.ExitCode = code
+	sandbox.Verdict(res, r.lim, reason, stats.OOMKills > 0, code)
 	switch {
-	case reason == killedTimeout:
-		res.Status, res.Signal = sandbox.StatusTimeout, int(syscall.SIGKILL)
-		res.Message = fmt.Sprintf("killed after the wall-clock limit of %s", r.lim.WallTime)
-	case reason == killedDisk:
-		res.Status, res.Signal = sandbox.StatusSignaled, int(syscall.SIGXFSZ)
-		res.Message = fmt.Sprintf("killed: the workspace grew past the disk limit of %s", sandbox.FormatSize(r.lim.Disk))
-	case reason == killedCancel:
-		res.Status, res.Signal = sandbox.StatusSignaled, int(syscall.SIGKILL)
-		res.Message = "killed: the run was cancelled"
-	case stats.OOMKills > 0:
-		res.Status, res.Signal = sandbox.StatusMemoryLimit, int(syscall.SIGKILL)
-		res.Message = fmt.Sprintf("killed: the memory limit of %s was exceeded", sandbox.FormatSize(r.lim.Memory))
-	case code == 0:
-		res.Status = sandbox.StatusOK
-	case code > 128 && code <= 128+64:
-		// bwrap's init reports a program killed by signal N as 128+N.
-		res.Signal = code - 128
-		res.Status = sandbox.StatusSignaled
-		res.Message = "ended by " + sandbox.SignalName(res.Signal)
-		if res.Signal == int(syscall.SIGXCPU) {
-			res.Status = sandbox.StatusTimeout
-			res.Message = fmt.Sprintf("killed after the CPU-time limit of %s", r.lim.CPUTime)
-		}
-	case code < 0:
-		res.Status = sandbox.StatusSignaled
+	case res.Status == sandbox.StatusSignaled && code < 0:
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = int(ws.Signal())
 		}
 		res.Message = fmt.Sprintf("sandbox ended abnormally: %v", waitErr)
-	default:
-		res.Status = sandbox.StatusError
-		if bytes.HasPrefix(res.Stderr, []byte("bwrap: execvp ")) {
-			res.ExitCode = 127 // the shell's "command not found"
-		}
+	case res.Status == sandbox.StatusError && bytes.HasPrefix(res.Stderr, []byte("bwrap: execvp ")):
+		res.ExitCode = 127 // the shell's "command not found"
 	}
 }
 
