@@ -129,20 +129,11 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return nil, out, err
 	}
 	defer done()
-	unlock, err := st.lock(ctx)
+	ws, unlock, err := s.lockedWorkspace(ctx, st, in.Files)
 	if err != nil {
 		return nil, out, err
 	}
 	defer unlock()
-	ws, err := s.workspace(st)
-	if err != nil {
-		return nil, out, err
-	}
-	for name, data := range in.Files {
-		if err := ws.WriteFile(name, []byte(data)); err != nil {
-			return nil, out, err
-		}
-	}
 	before, err := ws.Snapshot(workspace.Limits{})
 	if err != nil {
 		return nil, out, err

@@ -106,15 +106,11 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest, in Wri
 		return nil, out, err
 	}
 	defer done()
-	unlock, err := st.lock(ctx)
+	ws, unlock, err := s.lockedWorkspace(ctx, st, nil)
 	if err != nil {
 		return nil, out, err
 	}
 	defer unlock()
-	ws, err := s.workspace(st)
-	if err != nil {
-		return nil, out, err
-	}
 	if err := ws.WriteFile(in.Name, data); err != nil {
 		return nil, out, err
 	}

@@ -175,3 +175,22 @@ func (s shared) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, err
 }
 
 func (shared) Close() error { return nil }
+
+// lockedWorkspace takes a session's workspace for a call that writes or runs
+// in it, with files written first; unlock lets the next such call in.
+func (s *Server) lockedWorkspace(ctx context.Context, st *sessionState, files map[string]string) (ws *workspace.Workspace, unlock func(), err error) {
+	if unlock, err = st.lock(ctx); err != nil {
+		return nil, nil, err
+	}
+	if ws, err = s.workspace(st); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	for name, data := range files {
+		if err := ws.WriteFile(name, []byte(data)); err != nil {
+			unlock()
+			return nil, nil, err
+		}
+	}
+	return ws, unlock, nil
+}

@@ -55,20 +55,11 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	defer done()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RunTimeout)
 	defer cancel()
-	unlock, err := st.lock(ctx)
+	ws, unlock, err := s.lockedWorkspace(ctx, st, in.Files)
 	if err != nil {
 		return nil, out, err
 	}
 	defer unlock()
-	ws, err := s.workspace(st)
-	if err != nil {
-		return nil, out, err
-	}
-	for name, data := range in.Files {
-		if err := ws.WriteFile(name, []byte(data)); err != nil {
-			return nil, out, err
-		}
-	}
 	meter := &llm.Meter{}
 	provider, err := providers.New(*s.deps.Model, s.log, meter)
 	if err != nil {
