@@ -45,30 +45,9 @@ func DefaultLimits() Limits {
 // WithDefaults returns l with every zero field set from DefaultLimits. CPU
 // time defaults to the wall time: a single process cannot use more.
 func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits()
-	if l.WallTime <= 0 {
-		l.WallTime = d.WallTime
-	}
+	l = DefaultLimits().Overlay(l)
 	if l.CPUTime <= 0 {
 		l.CPUTime = l.WallTime
-	}
-	if l.Memory <= 0 {
-		l.Memory = d.Memory
-	}
-	if l.Processes <= 0 {
-		l.Processes = d.Processes
-	}
-	if l.Output <= 0 {
-		l.Output = d.Output
-	}
-	if l.FileSize <= 0 {
-		l.FileSize = d.FileSize
-	}
-	if l.Disk <= 0 {
-		l.Disk = d.Disk
-	}
-	if l.OpenFiles <= 0 {
-		l.OpenFiles = d.OpenFiles
 	}
 	return l
 }
