@@ -51,6 +51,7 @@ type Tool struct {
 	MemoryLimit Size     `yaml:"memory_limit"`
 	DiskLimit   Size     `yaml:"disk_limit"`
 	Processes   int      `yaml:"processes"`
+	CPUs        float64  `yaml:"cpus"`
 }
 
 // Permissions are what a program may reach. codeagent's sandbox has no

@@ -99,6 +99,9 @@ func (m *Manifest) Validate() error {
 		if t.DiskLimit < 0 {
 			errs = append(errs, m.errAt(field+".disk_limit", "must not be negative"))
 		}
+		if t.CPUs != t.CPUs || t.CPUs < 0 || t.CPUs > sandbox.MaxCPUs || (t.CPUs > 0 && t.CPUs < 0.01) {
+			errs = append(errs, m.errAt(field+".cpus", "must be between 0.01 and %d cores", sandbox.MaxCPUs))
+		}
 		if t.Processes < 0 {
 			errs = append(errs, m.errAt(field+".processes", "must not be negative"))
 		}
@@ -160,6 +163,9 @@ func (t Tool) Limits(l sandbox.Limits) sandbox.Limits {
 	}
 	if t.Processes > 0 {
 		l.Processes = t.Processes
+	}
+	if t.CPUs > 0 {
+		l.CPUs = t.CPUs
 	}
 	return l
 }

@@ -81,8 +81,14 @@ func (s *Server) limits(l lang.Language, req *Limits) (sandbox.Limits, error) {
 	if req.MemoryMB > 1<<20 || req.DiskMB > 1<<20 || t > 1e6 {
 		return base, argError("limits are far over this server's maximum")
 	}
+	if c := req.CPUs; c != c || c < 0 || (c > 0 && c < 0.01) {
+		return base, argError("limits.cpus must be a number of cores of at least 0.01")
+	}
+	if req.CPUs > caps.CPUs {
+		return base, argError("limits.cpus is over this server's maximum of %g", caps.CPUs)
+	}
 	r := sandbox.Limits{WallTime: time.Duration(t * float64(time.Second)), Memory: req.MemoryMB << 20,
-		Disk: req.DiskMB << 20, Processes: req.Processes}
+		Disk: req.DiskMB << 20, Processes: req.Processes, CPUs: req.CPUs}
 	over := []struct {
 		name         string
 		v, max, unit int64

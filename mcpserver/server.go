@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -70,7 +71,7 @@ type Config struct {
 // API's /v1/exec.
 func MaxLimits() sandbox.Limits {
 	return sandbox.Limits{WallTime: 60 * time.Second, CPUTime: 60 * time.Second, Memory: 1 << 30, Processes: 256,
-		Output: 4 << 20, FileSize: 100 << 20, Disk: 500 << 20, OpenFiles: 1024}
+		Output: 4 << 20, FileSize: 100 << 20, Disk: 500 << 20, OpenFiles: 1024, CPUs: float64(runtime.NumCPU())}
 }
 
 func (c Config) withDefaults(m *manifest.Manifest) Config {

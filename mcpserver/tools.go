@@ -19,6 +19,7 @@ import (
 type Limits struct {
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit in seconds (default 30, or the manifest's)"`
 	MemoryMB       int64   `json:"memory_mb,omitempty" jsonschema:"memory limit in MiB (default 256, or the manifest's)"`
+	CPUs           float64 `json:"cpus,omitempty" jsonschema:"CPU limit in cores for all the program's processes (default 1)"`
 	DiskMB         int64   `json:"disk_mb,omitempty" jsonschema:"limit in MiB for the workspace's growth and /tmp (default 100)"`
 	Processes      int     `json:"processes,omitempty" jsonschema:"processes and threads (default 64)"`
 }

@@ -26,6 +26,9 @@ type Limits struct {
 	Disk int64
 	// OpenFiles caps open file descriptors per process.
 	OpenFiles int
+	// CPUs caps the CPU bandwidth of all processes together, in cores
+	// (1.5 = one and a half cores), enforced by the kernel's CFS quota.
+	CPUs float64
 }
 
 // DefaultLimits are used for every zero field of a Spec's Limits.
@@ -39,6 +42,7 @@ func DefaultLimits() Limits {
 		FileSize:  100 << 20,
 		Disk:      100 << 20,
 		OpenFiles: 256,
+		CPUs:      1,
 	}
 }
 
@@ -78,6 +82,9 @@ func (l Limits) Overlay(o Limits) Limits {
 	}
 	if o.OpenFiles > 0 {
 		l.OpenFiles = o.OpenFiles
+	}
+	if o.CPUs > 0 {
+		l.CPUs = o.CPUs
 	}
 	return l
 }
@@ -131,4 +138,19 @@ func FormatSize(n int64) string {
 	s := strconv.FormatFloat(v, 'f', 1, 64)
 	s = strings.TrimSuffix(s, ".0")
 	return s + " " + string("KMGTPE"[exp]) + "iB"
+}
+
+// MaxCPUs is the largest CPUs limit accepted anywhere.
+const MaxCPUs = 1024
+
+// ParseCPUs reads a CPU limit such as "1", "0.5" or "2.5" cores.
+func ParseCPUs(s string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || f != f || f <= 0 || f > MaxCPUs {
+		return 0, fmt.Errorf("invalid CPU limit %q: want a number of cores between 0.01 and %d, e.g. 1.5", s, MaxCPUs)
+	}
+	if f < 0.01 {
+		return 0, fmt.Errorf("invalid CPU limit %q: at least 0.01 cores", s)
+	}
+	return f, nil
 }

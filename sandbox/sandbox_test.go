@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,21 @@ func TestCappedBuffer(t *testing.T) {
 	if n != 6 || err != nil || string(c.Bytes()) != "abcd" || !c.Truncated() || c.Total() != 6 {
 		t.Fatalf("%d %v %q %v %d", n, err, c.Bytes(), c.Truncated(), c.Total())
 	}
+}
+
+func TestCheckHostUID(t *testing.T) {
+	if err := CheckHostUID(DefaultHostUID); err != nil {
+		t.Fatalf("the default host uid is taken on this host: %v", err)
+	}
+	if err := CheckHostUID(0); err == nil {
+		t.Fatal("uid 0 accepted")
+	}
+	if err := CheckHostUID(65534); err == nil && fileHas("/etc/passwd", ":65534:") {
+		t.Fatal("nobody's uid accepted")
+	}
+}
+
+func fileHas(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
 }

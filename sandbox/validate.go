@@ -24,6 +24,9 @@ func (s Spec) Validate() error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%w: workspace %s is not a directory", ErrInvalidSpec, s.Workspace)
 	}
+	if c := s.Limits.CPUs; c != c || c < 0 || c > MaxCPUs {
+		return fmt.Errorf("%w: CPU limit %v is out of range (0 to %d cores)", ErrInvalidSpec, c, MaxCPUs)
+	}
 	for _, f := range s.Files {
 		if p := path.Clean(f.Path); !path.IsAbs(f.Path) || p != f.Path || p == "/" {
 			return fmt.Errorf("%w: file path %q must be absolute and clean", ErrInvalidSpec, f.Path)

@@ -80,6 +80,7 @@ type execLimits struct {
 	FileSize  size     `json:"file_size"`
 	Disk      size     `json:"disk"`
 	OpenFiles int      `json:"open_files"`
+	CPUs      float64  `json:"cpus"`
 }
 
 // execRequest is the body of POST /v1/exec.
@@ -97,9 +98,15 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 // limits checks the request's limits against the server's caps.
 func (s *Server) limits(l execLimits) (sandbox.Limits, error) {
 	req := sandbox.Limits{WallTime: time.Duration(l.Timeout), CPUTime: time.Duration(l.CPUTime), Memory: int64(l.Memory),
-		Processes: l.Processes, Output: int64(l.Output), FileSize: int64(l.FileSize), Disk: int64(l.Disk), OpenFiles: l.OpenFiles}
+		Processes: l.Processes, Output: int64(l.Output), FileSize: int64(l.FileSize), Disk: int64(l.Disk), OpenFiles: l.OpenFiles, CPUs: l.CPUs}
 	if req.Processes < 0 || req.OpenFiles < 0 {
 		return req, badRequest("limits must not be negative")
+	}
+	if c := req.CPUs; c != c || c < 0 || (c > 0 && c < 0.01) {
+		return req, badRequest("limits.cpus must be a number of cores of at least 0.01")
+	}
+	if req.CPUs > s.cfg.ExecMaxLimits.CPUs {
+		return req, badRequest("limits.cpus is over this server's maximum of %g", s.cfg.ExecMaxLimits.CPUs)
 	}
 	m := s.cfg.ExecMaxLimits
 	over := func(name string, v, max int64) error {

@@ -63,10 +63,7 @@ type Config struct {
 }
 
 // MaxLimits are the default caps of ExecMaxLimits.
-func MaxLimits() sandbox.Limits {
-	return sandbox.Limits{WallTime: 60 * time.Second, CPUTime: 60 * time.Second, Memory: 1 << 30, Processes: 256,
-		Output: 4 << 20, FileSize: 100 << 20, Disk: 500 << 20, OpenFiles: 1024}
-}
+func MaxLimits() sandbox.Limits { return mcpserver.MaxLimits() }
 
 func (c Config) withDefaults() Config {
 	def := func(v *int64, d int64) {

@@ -42,6 +42,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from the file extension)")
 	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit (default 30s)")
 	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit (default 256MiB)")
+	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores for all its processes together (default 1)")
 	fs.Var(sizeFlag{&o.Limits.Disk}, "disk", "limit for the workspace's growth and /tmp (default 100MiB)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
 	fs.Var(envFlag(o.Env), "env", "set an environment variable K=V in the sandbox (repeatable)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/codeagent/codeagent/sandbox"
@@ -24,6 +25,25 @@ func (f sizeFlag) Set(s string) error {
 	}
 	if v <= 0 {
 		return fmt.Errorf("size must be positive")
+	}
+	*f.n = v
+	return nil
+}
+
+// cpusFlag is a CPU limit in cores such as --cpus 1.5.
+type cpusFlag struct{ n *float64 }
+
+func (f cpusFlag) String() string {
+	if f.n == nil || *f.n == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(*f.n, 'g', -1, 64)
+}
+
+func (f cpusFlag) Set(s string) error {
+	v, err := sandbox.ParseCPUs(s)
+	if err != nil {
+		return err
 	}
 	*f.n = v
 	return nil

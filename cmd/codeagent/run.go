@@ -80,6 +80,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Lang, "lang", "python", "language: python, javascript or bash")
 	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit of each program run (default 30s)")
 	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB)")
+	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores of each program run (default 1)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the outcome and the history")
 	fs.StringVar(&o.Events, "events", "", "write one JSON line per step to FILE, or - for stdout")
 	fs.BoolVar(&o.Progress, "progress", false, "show live progress on stderr even when it is not a terminal")
