@@ -1,0 +1,53 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpenWorkspace opens a directory resolved by ResolveWorkspace as an O_PATH
+// descriptor without following any symbolic link (openat2's
+// RESOLVE_NO_SYMLINKS), so that a link planted between the check and the
+// open is refused rather than followed. Backends mount or read the
+// workspace through this descriptor.
+func OpenWorkspace(resolved string) (*os.File, error) {
+	how := &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, resolved, how)
+	if errors.Is(err, unix.ENOSYS) {
+		fd, err = openNoFollowWalk(resolved)
+	}
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("workspace %s: %w", resolved, ErrSymlinkInPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open workspace %s: %w", resolved, err)
+	}
+	return os.NewFile(uintptr(fd), resolved), nil
+}
+
+// openNoFollowWalk is OpenWorkspace for kernels before 5.6: one openat per
+// component with O_NOFOLLOW.
+func openNoFollowWalk(path string) (int, error) {
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, p := range splitPath(path) {
+		next, err := unix.Openat(fd, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			if errors.Is(err, unix.ENOTDIR) {
+				err = unix.ELOOP // a link opened with O_NOFOLLOW|O_PATH fails O_DIRECTORY
+			}
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
