@@ -9,4 +9,6 @@ const (
 	x32SyscallBit = 0
 )
 
+var archModeArgSyscalls = []argRule{}
+
 var archDeniedSyscalls = []uintptr{}
