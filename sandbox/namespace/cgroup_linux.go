@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // cgroupManager creates one cgroup per execution, below a "codeagent" group
@@ -25,13 +27,36 @@ type cgroupManager interface {
 	// Version is 1 or 2.
 	Version() int
 	// New creates an empty cgroup with the limits set.
-	New(memory int64, pids int) (runCgroup, error)
+	New(lim cgroupLimits) (runCgroup, error)
 }
+
+// cgroupLimits are what a cgroup enforces for one execution.
+type cgroupLimits struct {
+	Memory int64   // bytes, socket buffers included
+	Pids   int     // processes and threads
+	CPUs   float64 // cores of CPU bandwidth (CFS quota)
+}
+
+// cfsPeriod is the CFS bandwidth period, in microseconds; the quota is
+// CPUs periods' worth of CPU time per period.
+const cfsPeriod = 100000
+
+// cfsQuota is the quota for cpus cores, at least 1 ms per period (the
+// kernel's minimum).
+func cfsQuota(cpus float64) int64 { return max(int64(cpus*cfsPeriod), 1000) }
+
+// tcpShare is the part of a cgroup v1 memory limit set aside for socket
+// buffers. Version 1 charges socket memory to a counter of its own
+// (memory.kmem.tcp), not to the memory limit, and only once it has a limit;
+// so the memory limit is split: an eighth (at most 16 MiB) for sockets,
+// the rest for everything else, and together they never exceed the limit.
+// Version 2 charges sockets to memory.max itself.
+func tcpShare(memory int64) int64 { return min(memory/8, 16<<20) }
 
 // runCgroup is the cgroup of one execution.
 type runCgroup interface {
-	// SetLimits sets the memory limit in bytes and the process limit.
-	SetLimits(memory int64, pids int) error
+	// SetLimits sets the memory, process and CPU limits.
+	SetLimits(lim cgroupLimits) error
 	// Add moves process pid into the cgroup.
 	Add(pid int) error
 	// Contains reports whether process pid is in the cgroup.
@@ -48,6 +73,10 @@ type cgroupStats struct {
 	OOMKills   int64
 	PeakMemory int64
 	CPUTime    time.Duration
+}
+
+func cgroupLimitsOf(l sandbox.Limits) cgroupLimits {
+	return cgroupLimits{Memory: l.Memory, Pids: l.Processes, CPUs: l.CPUs}
 }
 
 const cgroupParentName = "codeagent"

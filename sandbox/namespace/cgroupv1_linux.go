@@ -12,12 +12,13 @@ import (
 	"time"
 )
 
-// cgroupV1 manages per-controller hierarchies: memory, pids and cpuacct.
+// cgroupV1 manages per-controller hierarchies: memory, pids, cpu and
+// cpuacct. Controllers mounted together (cpu,cpuacct) share a directory.
 type cgroupV1 struct {
 	parents map[string]string // controller -> .../codeagent directory
 }
 
-var v1Controllers = []string{"memory", "pids", "cpuacct"}
+var v1Controllers = []string{"memory", "pids", "cpu", "cpuacct"}
 
 func newCgroupV1(mounts []mountInfo, self map[string]string) (*cgroupV1, error) {
 	c := &cgroupV1{parents: map[string]string{}}
@@ -49,18 +50,24 @@ func newCgroupV1(mounts []mountInfo, self map[string]string) (*cgroupV1, error) 
 
 func (c *cgroupV1) Version() int { return 1 }
 
-func (c *cgroupV1) New(memory int64, pids int) (runCgroup, error) {
+func (c *cgroupV1) New(lim cgroupLimits) (runCgroup, error) {
 	id := randomID()
 	r := &v1Run{id: id, dirs: map[string]string{}}
+	made := map[string]bool{}
 	for ctrl, parent := range c.parents {
 		dir := filepath.Join(parent, id)
+		r.dirs[ctrl] = dir
+		if made[dir] {
+			continue
+		}
 		if err := os.Mkdir(dir, 0o755); err != nil {
+			delete(r.dirs, ctrl)
 			_ = r.Destroy()
 			return nil, fmt.Errorf("create %s cgroup: %w", ctrl, err)
 		}
-		r.dirs[ctrl] = dir
+		made[dir] = true
 	}
-	if err := r.SetLimits(memory, pids); err != nil {
+	if err := r.SetLimits(lim); err != nil {
 		_ = r.Destroy()
 		return nil, err
 	}
@@ -77,8 +84,9 @@ type v1Run struct {
 // to milliseconds.
 func (r *v1Run) Add(pid int) error {
 	p := strconv.Itoa(pid)
-	errs := make(chan error, len(r.dirs))
-	for ctrl, dir := range r.dirs {
+	dirs := r.uniqueDirs()
+	errs := make(chan error, len(dirs))
+	for dir, ctrl := range dirs {
 		go func() {
 			if err := writeFile(filepath.Join(dir, "cgroup.procs"), p); err != nil {
 				errs <- fmt.Errorf("join %s cgroup: %w", ctrl, err)
@@ -88,7 +96,7 @@ func (r *v1Run) Add(pid int) error {
 		}()
 	}
 	var first error
-	for range r.dirs {
+	for range dirs {
 		if err := <-errs; err != nil && first == nil {
 			first = err
 		}
@@ -96,11 +104,25 @@ func (r *v1Run) Add(pid int) error {
 	return first
 }
 
+// uniqueDirs maps each directory of the run to one controller in it.
+func (r *v1Run) uniqueDirs() map[string]string {
+	out := make(map[string]string, len(r.dirs))
+	for ctrl, dir := range r.dirs {
+		out[dir] = ctrl
+	}
+	return out
+}
+
 // SetLimits may raise or lower the limits; memory+swap must never be below
-// memory, so it is written on both sides of the memory limit.
-func (r *v1Run) SetLimits(memory int64, pids int) error {
+// memory, so it is written on both sides of the memory limit. Socket
+// buffers get tcpShare of the limit, the rest everything else.
+func (r *v1Run) SetLimits(lim cgroupLimits) error {
 	mem := r.dirs["memory"]
-	limit := strconv.FormatInt(memory, 10)
+	tcp := tcpShare(lim.Memory)
+	if err := writeFile(filepath.Join(mem, "memory.kmem.tcp.limit_in_bytes"), strconv.FormatInt(tcp, 10)); err != nil {
+		return fmt.Errorf("set socket memory limit: %w", err)
+	}
+	limit := strconv.FormatInt(lim.Memory-tcp, 10)
 	memsw := filepath.Join(mem, "memory.memsw.limit_in_bytes")
 	_, err := os.Stat(memsw)
 	hasSwap := err == nil // without swap accounting there is no swap to cap
@@ -116,8 +138,13 @@ func (r *v1Run) SetLimits(memory int64, pids int) error {
 		}
 	}
 	_ = writeFile(filepath.Join(mem, "memory.swappiness"), "0")
-	if err := writeFile(filepath.Join(r.dirs["pids"], "pids.max"), strconv.Itoa(pids)); err != nil {
+	if err := writeFile(filepath.Join(r.dirs["pids"], "pids.max"), strconv.Itoa(lim.Pids)); err != nil {
 		return fmt.Errorf("set process limit: %w", err)
+	}
+	cpu := r.dirs["cpu"]
+	_ = writeFile(filepath.Join(cpu, "cpu.cfs_period_us"), strconv.Itoa(cfsPeriod))
+	if err := writeFile(filepath.Join(cpu, "cpu.cfs_quota_us"), strconv.FormatInt(cfsQuota(lim.CPUs), 10)); err != nil {
+		return fmt.Errorf("set CPU quota: %w", err)
 	}
 	return nil
 }
@@ -153,7 +180,7 @@ func (r *v1Run) Kill() {
 func (r *v1Run) Destroy() error {
 	r.Kill()
 	var first error
-	for _, dir := range r.dirs {
+	for dir := range r.uniqueDirs() {
 		if err := removeDir(dir); err != nil && first == nil {
 			first = err
 		}

@@ -31,7 +31,7 @@ func newCgroupV2(m mountInfo, own string) (*cgroupV2, error) {
 		return nil, fmt.Errorf("read controllers: %w", err)
 	}
 	have := strings.Fields(string(ctrls))
-	for _, need := range []string{"memory", "pids"} {
+	for _, need := range []string{"memory", "pids", "cpu"} {
 		if !slices.Contains(have, need) {
 			return nil, fmt.Errorf("controller %s is not enabled in %s", need, base)
 		}
@@ -40,10 +40,7 @@ func newCgroupV2(m mountInfo, own string) (*cgroupV2, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", parent, err)
 	}
-	want := "+memory +pids"
-	if slices.Contains(have, "cpu") {
-		want += " +cpu"
-	}
+	want := "+memory +pids +cpu"
 	if err := writeFile(filepath.Join(parent, "cgroup.subtree_control"), want); err != nil {
 		return nil, fmt.Errorf("enable controllers in %s: %w", parent, err)
 	}
@@ -53,14 +50,14 @@ func newCgroupV2(m mountInfo, own string) (*cgroupV2, error) {
 
 func (c *cgroupV2) Version() int { return 2 }
 
-func (c *cgroupV2) New(memory int64, pids int) (runCgroup, error) {
+func (c *cgroupV2) New(lim cgroupLimits) (runCgroup, error) {
 	id := randomID()
 	dir := filepath.Join(c.parent, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create cgroup: %w", err)
 	}
 	r := &v2Run{id: id, dir: dir}
-	if err := r.SetLimits(memory, pids); err != nil {
+	if err := r.SetLimits(lim); err != nil {
 		_ = r.Destroy()
 		return nil, err
 	}
@@ -69,11 +66,14 @@ func (c *cgroupV2) New(memory int64, pids int) (runCgroup, error) {
 
 type v2Run struct{ id, dir string }
 
-func (r *v2Run) SetLimits(memory int64, pids int) error {
+// SetLimits sets memory.max, which counts socket buffers too (unless the
+// host boots with cgroup.memory=nosocket), the process limit and cpu.max.
+func (r *v2Run) SetLimits(lim cgroupLimits) error {
 	for _, kv := range [][2]string{
-		{"memory.max", strconv.FormatInt(memory, 10)},
+		{"memory.max", strconv.FormatInt(lim.Memory, 10)},
 		{"memory.swap.max", "0"}, // absent without swap accounting
-		{"pids.max", strconv.Itoa(pids)},
+		{"pids.max", strconv.Itoa(lim.Pids)},
+		{"cpu.max", strconv.FormatInt(cfsQuota(lim.CPUs), 10) + " " + strconv.Itoa(cfsPeriod)},
 	} {
 		if err := writeFile(filepath.Join(r.dir, kv[0]), kv[1]); err != nil && kv[0] != "memory.swap.max" {
 			return fmt.Errorf("set %s: %w", kv[0], err)

@@ -78,7 +78,7 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	l.stderrR, std[2] = pipe()
 	if err == nil && b.cgroups != nil {
 		d := sandbox.DefaultLimits()
-		if l.cg, err = b.cgroups.New(d.Memory, d.Processes); err == nil {
+		if l.cg, err = b.cgroups.New(cgroupLimitsOf(d)); err == nil {
 			l.live = &b.liveCgroups
 			l.live.Add(1)
 		}

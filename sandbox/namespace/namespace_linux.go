@@ -126,7 +126,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	defer r.b.release(l, r.spec)
 	if l.cg != nil {
-		if err := l.cg.SetLimits(r.lim.Memory, r.lim.Processes); err != nil {
+		if err := l.cg.SetLimits(cgroupLimitsOf(r.lim)); err != nil {
 			return res, &sandbox.SetupError{Reason: "cgroup limits", Err: err}
 		}
 	}
