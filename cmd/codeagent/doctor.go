@@ -53,7 +53,9 @@ func printDoctor(w io.Writer, r namespace.Report) {
 	fmt.Fprintf(w, "cgroups:           %s\n", cg)
 	fmt.Fprintf(w, "memory limit by:   %s\n", r.MemoryLimit)
 	fmt.Fprintf(w, "process limit by:  %s\n", r.ProcessLimit)
+	fmt.Fprintf(w, "CPU limit by:      %s\n", r.CPULimit)
 	fmt.Fprintf(w, "running as root:   %s\n", yes(r.Root))
+	fmt.Fprintf(w, "programs run as:   host uid %d (%s)\n", r.ProgramUID, r.ProgramUIDNote)
 	backend := "namespace (bubblewrap)"
 	if !r.Usable {
 		backend = "none: codeagent refuses to run programs on this host"

@@ -22,8 +22,52 @@ const sandboxPATH = "/usr/local/bin:/usr/bin:/bin"
 var rootDirs = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // hostLayout is the part of the bwrap command line that depends only on the
-// host; it is computed once. etc is the prepared /etc (see prepareEtc).
-func hostLayout(etc string) []string {
+// host; it is computed once. etc is the prepared /etc (see prepareEtc), mnt
+// the mount directory (see prepareMountDir).
+func hostLayout(etc, mnt string) layout {
+	return layout{root: rootLayout(etc), proc: procMasks(mnt)}
+}
+
+// layout is the host-dependent part of the options.
+type layout struct {
+	root []string // binds of /usr, /bin, ... and /etc
+	proc []string // masks over /proc entries, after --proc /proc
+}
+
+// maskedProc are /proc entries a program has no use for and that tell it
+// about the host's kernel and other users: Docker's masked paths plus the
+// page, slab and memory maps, the kernel log and the I/O maps. Each is
+// covered with an empty file or directory. (Run as root, programs are
+// also an unprivileged host uid, so root-only files are closed to them.)
+var maskedProc = []string{
+	"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/key-users",
+	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+	"/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/slabinfo", "/proc/vmallocinfo",
+	"/proc/pagetypeinfo", "/proc/kmsg", "/proc/iomem", "/proc/ioports", "/proc/mtrr", "/proc/zoneinfo",
+	"/proc/config.gz", "/proc/kallsyms",
+}
+
+// procMasks binds an empty file or directory of mnt over every entry of
+// maskedProc that this host's /proc has (bwrap cannot mount over one that
+// does not exist).
+func procMasks(mnt string) []string {
+	var args []string
+	for _, p := range maskedProc {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			args = append(args, "--ro-bind", mnt+"/empty", p)
+		default:
+			args = append(args, "--ro-bind", mnt+"/empty.txt", p)
+		}
+	}
+	return args
+}
+
+// rootLayout binds /usr, recreates the top-level runtime directories and
+// binds the prepared /etc.
+func rootLayout(etc string) []string {
 	args := []string{"--ro-bind", "/usr", "/usr"}
 	for _, d := range rootDirs {
 		fi, err := os.Lstat(d)
@@ -46,6 +90,7 @@ const (
 	fdSeccomp
 	fdInfo
 	fdBlock
+	fdUserns
 	fdData
 )
 
@@ -53,25 +98,34 @@ const (
 // its --args descriptor: bwrap may have been started before the execution
 // was known (see launcher), so everything but the command is here,
 // including the environment.
-func bwrapOptions(layout []string, spec sandbox.Spec, lim sandbox.Limits) []string {
+//
+// workspace is the directory bwrap binds at /workspace; mapIDs says that
+// codeagent writes the user namespace's id maps (see writeIDMaps), which
+// bwrap then waits for.
+func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, mapIDs bool) []string {
 	size := strconv.FormatInt(lim.Disk, 10)
 	shm := strconv.FormatInt(min(lim.Disk, lim.Memory), 10)
 	uid := strconv.Itoa(sandboxUID)
-	args := []string{
-		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+	args := []string{"--unshare-user"}
+	if mapIDs {
+		args = append(args, "--userns-block-fd", strconv.Itoa(fdUserns))
+	}
+	args = append(args,
+		"--unshare-pid", "--unshare-net", "--unshare-ipc",
 		"--unshare-uts", "--unshare-cgroup-try",
 		"--uid", uid, "--gid", uid, "--hostname", "sandbox",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--seccomp", strconv.Itoa(fdSeccomp), "--info-fd", strconv.Itoa(fdInfo), "--block-fd", strconv.Itoa(fdBlock),
 		"--clearenv",
-	}
+	)
 	for _, kv := range environ(spec.Env) {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)
 	}
-	args = append(args, layout...)
+	args = append(args, lay.root...)
+	args = append(args, "--proc", "/proc")
+	args = append(args, lay.proc...)
 	args = append(args,
-		"--proc", "/proc",
 		// Read-only like Docker's: sysctls such as kernel/core_pattern are
 		// global, and the kernel lets host uid 0 write them by file mode.
 		// (bwrap covers /proc/irq and /proc/bus itself.)
@@ -80,7 +134,7 @@ func bwrapOptions(layout []string, spec sandbox.Spec, lim sandbox.Limits) []stri
 		"--dev", "/dev",
 		"--size", shm, "--tmpfs", "/dev/shm",
 		"--size", size, "--tmpfs", "/tmp",
-		"--bind", spec.Workspace, sandbox.WorkspacePath,
+		"--bind", workspace, sandbox.WorkspacePath,
 	)
 	for i, f := range spec.Files {
 		args = append(args, "--ro-bind-data", strconv.Itoa(fdData+i), f.Path)

@@ -33,10 +33,10 @@ type launcher struct {
 	closed  bool
 	live    *atomic.Int64 // the backend's count of cgroups not yet removed
 
-	argsW, seccompW, infoR, blockW *os.File
-	dataW                          []*os.File
-	stdinW, stdoutR, stderrR       *os.File
-	all                            []*os.File
+	argsW, seccompW, infoR, blockW, usernsW *os.File
+	dataW                                   []*os.File
+	stdinW, stdoutR, stderrR                *os.File
+	all                                     []*os.File
 }
 
 // launcherKey identifies launchers that can serve a spec.
@@ -67,6 +67,8 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	child = append(child, r)
 	r, l.blockW = pipe()
 	child = append(child, r)
+	r, l.usernsW = pipe()
+	child = append(child, r)
 	for range spec.Files {
 		var w *os.File
 		r, w = pipe()
@@ -95,8 +97,15 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	l.cmd.Stdin, l.cmd.Stdout, l.cmd.Stderr = std[0], std[1], std[2]
 	l.cmd.ExtraFiles = child
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if b.asRoot() {
+		// A private mount namespace for the workspace mount (see
+		// attachWorkspace), then the backend's own uid.
+		id := uint32(b.hostUID)
+		l.cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS
+		l.cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}
+	}
 	markCloseOnExec()
-	if err := l.cmd.Start(); err != nil {
+	if err := startOnForkThread(l.cmd); err != nil {
 		l.cmd = nil
 		close(l.moved)
 		l.discard()

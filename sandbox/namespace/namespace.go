@@ -19,6 +19,10 @@ type Config struct {
 	// (no cgroup for memory and process limits while running as root), with
 	// rlimits as the only fallback. Off by default: the backend fails closed.
 	AllowWeakIsolation bool
+	// HostUID is the host uid (and gid) programs run as when codeagent
+	// runs as root; 0 means sandbox.DefaultHostUID. No account may use it.
+	// Run by another user, programs run as that user.
+	HostUID int
 	// Warm is how many sandboxes to keep started ahead for the command run
 	// last (see launcher). 0 starts each on demand, which suits a single
 	// execution; long-lived callers such as the agent or a server want 2.
@@ -39,6 +43,9 @@ type Report struct {
 	Root           bool     // running as root
 	MemoryLimit    string   // how memory is limited: "cgroup v1", "cgroup v2", "RLIMIT_AS"
 	ProcessLimit   string   // how processes are limited: "cgroup v1", "cgroup v2", "RLIMIT_NPROC"
+	CPULimit       string   // how CPU bandwidth is limited: "cgroup v1", "cgroup v2", or "none"
+	ProgramUID     int      // the host uid programs run as
+	ProgramUIDNote string   // why that uid
 	Usable         bool     // the backend can run with this Config
 	Problems       []string // what prevents running, with what to do
 	Warnings       []string // weaker mechanisms in use

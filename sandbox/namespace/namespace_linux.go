@@ -5,12 +5,13 @@ package namespace
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,10 +26,12 @@ type Backend struct {
 	cfg     Config
 	log     *slog.Logger
 	bwrap   string
-	layout  []string
+	layout  layout
 	seccomp []byte
 	cgroups cgroupManager // nil: rlimits only
 	etc     string        // the prepared /etc
+	mnt     string        // the workspace mount point and /proc masks
+	hostUID int           // the host uid of programs when root, else -1
 
 	bg          sync.WaitGroup // cleanups and refills under way
 	liveCgroups atomic.Int64   // cgroups created and not yet removed
@@ -39,12 +42,19 @@ type Backend struct {
 	starting    int
 }
 
-func (b *Backend) removeEtc() error {
-	if b.etc == "" {
-		return nil
+// removeFiles removes the prepared /etc and the mount directory.
+func (b *Backend) removeFiles() error {
+	var errs []error
+	for _, d := range []string{b.etc, b.mnt} {
+		if d != "" {
+			errs = append(errs, os.RemoveAll(d))
+		}
 	}
-	return os.RemoveAll(b.etc)
+	return errors.Join(errs...)
 }
+
+// asRoot reports whether programs run as the backend's own host uid.
+func (b *Backend) asRoot() bool { return b.hostUID >= 0 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
 
@@ -63,15 +73,28 @@ func New(cfg Config) (*Backend, error) {
 	for _, w := range rep.Warnings {
 		log.Warn("weaker isolation", "detail", w)
 	}
+	hostUID := -1
+	if os.Geteuid() == 0 {
+		hostUID = programHostUID(cfg)
+		if err := sandbox.CheckHostUID(hostUID); err != nil {
+			return nil, &sandbox.SetupError{Reason: "the sandbox's host uid", Err: err}
+		}
+	}
 	etc, err := prepareEtc(os.TempDir())
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "prepare /etc", Err: err}
 	}
-	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, layout: hostLayout(etc), seccomp: seccompProgram(), etc: etc}
+	mnt, err := prepareMountDir(os.TempDir())
+	if err != nil {
+		_ = os.RemoveAll(etc)
+		return nil, &sandbox.SetupError{Reason: "prepare the mount directory", Err: err}
+	}
+	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, seccomp: seccompProgram(), etc: etc, mnt: mnt, hostUID: hostUID}
+	b.layout = hostLayout(etc, mnt)
 	if rep.CgroupVersion > 0 {
 		mgr, err := detectCgroups()
 		if err != nil {
-			_ = b.removeEtc()
+			_ = b.removeFiles()
 			return nil, &sandbox.SetupError{Reason: "cgroups", Err: err}
 		}
 		b.cgroups = mgr
@@ -130,7 +153,26 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 			return res, &sandbox.SetupError{Reason: "cgroup limits", Err: err}
 		}
 	}
-	ws, err := newDiskWatch(r.spec.Workspace, r.lim.Disk)
+	wsDir, err := sandbox.ResolveWorkspace(r.spec.Workspace)
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "workspace", Err: err}
+	}
+	wsFile, err := sandbox.OpenWorkspace(wsDir)
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "workspace", Err: err}
+	}
+	defer wsFile.Close()
+	source := wsDir
+	if r.b.asRoot() {
+		if err := handOver(wsFile, r.b.hostUID); err != nil {
+			return res, &sandbox.SetupError{Reason: "hand the workspace to the sandbox's uid", Err: err}
+		}
+		source = r.b.mountPoint()
+		if err := attachWorkspace(l.cmd.Process.Pid, wsFile, source); err != nil {
+			return res, &sandbox.SetupError{Reason: "mount the workspace", Err: err}
+		}
+	}
+	ws, err := newDiskWatch(wsDir, r.lim.Disk)
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
@@ -138,9 +180,16 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
 	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
 	drained := l.collect(stdout, stderr)
-	l.start(bwrapOptions(r.b.layout, r.spec, r.lim), r.b.seccomp, r.spec.Files, r.spec.Stdin)
+	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot()), r.b.seccomp, r.spec.Files, r.spec.Stdin)
 
 	childPid, err := readChildPid(l.infoR)
+	if err == nil && r.b.asRoot() {
+		err = writeIDMaps(childPid, r.b.hostUID)
+		if err == nil {
+			_, err = l.usernsW.Write([]byte{0})
+		}
+	}
+	_ = l.usernsW.Close()
 	<-l.moved
 	if err == nil {
 		err = l.moveErr
@@ -226,6 +275,9 @@ func (r *run) confine(pid int, cg runCgroup) error {
 			return errors.New("the sandbox did not join its cgroup")
 		}
 	}
+	if r.b.asRoot() {
+		return asUID(r.b.hostUID, func() error { return setRlimits(pid, r.lim, cg == nil) })
+	}
 	return setRlimits(pid, r.lim, cg == nil)
 }
 
@@ -250,14 +302,37 @@ func (r *run) verdict(res *sandbox.Result, ps *os.ProcessState, waitErr error, s
 	}
 }
 
-// readChildPid reads bwrap's --info-fd report. EOF before it means bwrap
-// failed to set the sandbox up.
+// readChildPid reads the child's pid from bwrap's --info-fd report. bwrap
+// writes the rest of the report only once the user namespace is ready,
+// which with --userns-block-fd waits for us, so the pid is read as soon as
+// it arrives rather than with the whole JSON object. EOF before it
+// means bwrap failed to set the sandbox up.
 func readChildPid(r io.Reader) (int, error) {
-	var info struct {
-		ChildPid int `json:"child-pid"`
+	var buf []byte
+	chunk := make([]byte, 256)
+	for len(buf) < 4096 {
+		n, err := r.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		// A write of fewer than PIPE_BUF bytes arrives whole, so digits
+		// at the end of what was read are the whole number.
+		if m := childPidRe.FindSubmatch(buf); m != nil {
+			if pid, err := strconv.Atoi(string(m[1])); err == nil && pid > 0 {
+				return pid, nil
+			}
+		}
+		if err != nil {
+			break
+		}
 	}
-	if err := json.NewDecoder(io.LimitReader(r, 4096)).Decode(&info); err != nil || info.ChildPid <= 0 {
-		return 0, errors.New("bubblewrap exited during setup")
+	return 0, errors.New("bubblewrap exited during setup")
+}
+
+var childPidRe = regexp.MustCompile(`"child-pid"\s*:\s*([0-9]+)`)
+
+// programHostUID is the host uid of programs when codeagent runs as root.
+func programHostUID(cfg Config) int {
+	if cfg.HostUID > 0 {
+		return cfg.HostUID
 	}
-	return info.ChildPid, nil
+	return sandbox.DefaultHostUID
 }

@@ -103,5 +103,5 @@ func (b *Backend) Close() error {
 		l.discard()
 	}
 	b.bg.Wait()
-	return b.removeEtc()
+	return b.removeFiles()
 }

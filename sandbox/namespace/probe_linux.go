@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // Probe finds out which isolation mechanisms this host offers and whether
@@ -19,6 +22,18 @@ import (
 func Probe(cfg Config) Report {
 	var r Report
 	r.Root = os.Geteuid() == 0
+	asUID := -1
+	if r.Root {
+		asUID = programHostUID(cfg)
+		r.ProgramUID = asUID
+		r.ProgramUIDNote = "codeagent's own, used by no account"
+		if err := sandbox.CheckHostUID(asUID); err != nil {
+			r.Problems = append(r.Problems, err.Error())
+		}
+	} else {
+		r.ProgramUID = os.Getuid()
+		r.ProgramUIDNote = "yours: codeagent runs as you"
+	}
 	r.Bwrap = cfg.Bwrap
 	if r.Bwrap == "" {
 		r.Bwrap, _ = exec.LookPath("bwrap")
@@ -29,7 +44,7 @@ func Probe(cfg Config) Report {
 		if out, err := exec.Command(r.Bwrap, "--version").Output(); err == nil {
 			r.BwrapVersion = strings.TrimSpace(string(out))
 		}
-		if err := tryNamespaces(r.Bwrap); err != nil {
+		if err := tryNamespaces(r.Bwrap, asUID); err != nil {
 			r.Problems = append(r.Problems, "cannot create namespaces: "+err.Error()+userNSHint())
 		} else {
 			r.UserNamespaces = true
@@ -48,10 +63,10 @@ func Probe(cfg Config) Report {
 	if mgr, err := detectCgroups(); err == nil {
 		r.CgroupVersion = mgr.Version()
 		r.MemoryLimit = fmt.Sprintf("cgroup v%d", mgr.Version())
-		r.ProcessLimit = r.MemoryLimit
+		r.ProcessLimit, r.CPULimit = r.MemoryLimit, r.MemoryLimit
 	} else {
 		r.CgroupDetail = err.Error()
-		r.MemoryLimit, r.ProcessLimit = "RLIMIT_AS", "RLIMIT_NPROC"
+		r.MemoryLimit, r.ProcessLimit, r.CPULimit = "RLIMIT_AS", "RLIMIT_NPROC", "none"
 		switch {
 		case r.Root && !cfg.AllowWeakIsolation:
 			r.Problems = append(r.Problems, "no usable cgroup for memory and process limits ("+err.Error()+
@@ -64,8 +79,10 @@ func Probe(cfg Config) Report {
 	return r
 }
 
-// tryNamespaces starts a minimal sandbox with every namespace the backend uses.
-func tryNamespaces(bwrap string) error {
+// tryNamespaces starts a minimal sandbox with every namespace the backend
+// uses, as host uid asUID when it is not -1 (the uid programs run as when
+// codeagent is root).
+func tryNamespaces(bwrap string, asUID int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bwrap,
@@ -73,6 +90,10 @@ func tryNamespaces(bwrap string) error {
 		"--unshare-cgroup-try", "--uid", "1000", "--gid", "1000", "--die-with-parent",
 		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
 		"--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "--", "/usr/bin/true")
+	if asUID >= 0 {
+		id := uint32(asUID)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}}
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

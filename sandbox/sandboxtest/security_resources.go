@@ -31,6 +31,8 @@ func RunSecurity(t *testing.T, sb sandbox.Sandbox) {
 	t.Run("ProcIsolation", func(t *testing.T) { procIsolation(t, sb) })
 	t.Run("TmpDoesNotPersist", func(t *testing.T) { tmpPersistence(t, sb) })
 	t.Run("InheritedDescriptors", func(t *testing.T) { inheritedFDs(t, sb) })
+	t.Run("ProcSecrets", func(t *testing.T) { procSecrets(t, sb) })
+	t.Run("InotifyQuota", func(t *testing.T) { inotifyQuota(t, sb) })
 }
 
 func forkBomb(t *testing.T, sb sandbox.Sandbox) {

@@ -1,0 +1,219 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run as root, the backend does not let programs act as host root. bwrap
+// runs as a host uid of codeagent's own (Config.HostUID, by default
+// sandbox.DefaultHostUID), so the user namespace it creates belongs to that
+// uid and per-user kernel quotas are charged to it; codeagent writes the
+// namespace's map itself (bwrap's --userns-block-fd) so that the program's
+// uid 1000 is that host uid and no other id is mapped. Files a program
+// creates belong to it on the host, and the seccomp filter refuses setuid
+// and setgid modes, so nothing it leaves behind lets anyone gain a uid.
+//
+// That uid cannot look up the caller's paths (a workspace below /root, say),
+// so bwrap gets the workspace from a mount codeagent makes for it: each
+// launcher starts in a private mount namespace of its own (made while
+// still root, before dropping to the uid), and before bwrap reads its
+// options codeagent clones the workspace from its descriptor (open_tree)
+// and moves the clone onto a fixed point in that namespace, which the
+// host never sees. The path is never looked up again after the descriptor
+// was opened without following links.
+
+// mountPoint is where, in a launcher's private mount namespace, the
+// workspace is attached for bwrap to bind: a directory of a 0711 root-owned
+// directory the backend creates.
+func (b *Backend) mountPoint() string { return filepath.Join(b.mnt, "ws") }
+
+// prepareMountDir makes the backend's directory for the workspace mount
+// point and the files that mask /proc entries.
+func prepareMountDir(tmp string) (string, error) {
+	dir, err := os.MkdirTemp(tmp, "codeagent-mnt-")
+	if err != nil {
+		return "", err
+	}
+	err = errors.Join(os.Chmod(dir, 0o711), os.Mkdir(filepath.Join(dir, "ws"), 0o755),
+		os.Mkdir(filepath.Join(dir, "empty"), 0o555),
+		os.WriteFile(filepath.Join(dir, "empty.txt"), nil, 0o444))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// handOver makes the workspace's entries belong to uid, so that the
+// program (that uid on the host) can change what codeagent or an earlier
+// turn wrote. It walks through descriptors and never follows a link; a
+// regular file with more than one link is left alone, since changing it
+// would change the other names too.
+func handOver(ws *os.File, uid int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ws.Fd()), &st); err != nil {
+		return err
+	}
+	if int(st.Uid) != uid || int(st.Gid) != uid {
+		if err := unix.Fchownat(int(ws.Fd()), "", uid, uid, unix.AT_EMPTY_PATH); err != nil {
+			return fmt.Errorf("hand the workspace to uid %d: %w", uid, err)
+		}
+	}
+	fd, err := unix.Openat(int(ws.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	return handOverDir(fd, uid, 0)
+}
+
+// handOverDir hands over the entries of directory fd, which it closes.
+func handOverDir(fd, uid, depth int) error {
+	dir := os.NewFile(uintptr(fd), "")
+	defer dir.Close()
+	if depth > 256 {
+		return errors.New("the workspace is nested too deeply")
+	}
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return err
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		shared := st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1
+		if (int(st.Uid) != uid || int(st.Gid) != uid) && !shared {
+			if err := unix.Fchownat(fd, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return fmt.Errorf("hand %s to uid %d: %w", name, uid, err)
+			}
+		}
+		if isDir {
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			if err := handOverDir(sub, uid, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// attachWorkspace clones the workspace open as ws (with its submounts, made
+// nosuid and nodev) and attaches the clone at target in the mount namespace
+// of process pid. The namespace switch happens on a thread of its own that
+// exits afterwards, so no other goroutine ever runs in that namespace.
+func attachWorkspace(pid int, ws *os.File, target string) error {
+	tree, err := unix.OpenTree(int(ws.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("clone the workspace mount: %w", err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("make the workspace nosuid: %w", err)
+	}
+	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the launcher's mount namespace: %w", err)
+	}
+	defer unix.Close(ns)
+	errc := make(chan error, 1)
+	go func() {
+		// The thread is never unlocked: it ends with this goroutine,
+		// taking its namespace with it.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+			errc <- fmt.Errorf("unshare fs: %w", err)
+			return
+		}
+		if err := unix.Setns(ns, unix.CLONE_NEWNS); err != nil {
+			errc <- fmt.Errorf("enter the launcher's mount namespace: %w", err)
+			return
+		}
+		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			errc <- fmt.Errorf("attach the workspace: %w", err)
+			return
+		}
+		errc <- nil
+	}()
+	return <-errc
+}
+
+// writeIDMaps maps uid and gid 1000 of process pid's new user namespace to
+// hostID, and nothing else.
+func writeIDMaps(pid, hostID int) error {
+	line := []byte(fmt.Sprintf("%d %d 1\n", sandboxUID, hostID))
+	for _, f := range []string{"uid_map", "gid_map"} {
+		if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/"+f, line, 0); err != nil {
+			return fmt.Errorf("write %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// asUID runs fn on a thread of its own whose user and group ids are uid,
+// and lets the thread end afterwards. Setting another process's rlimits
+// takes either the same ids or CAP_SYS_RESOURCE, which root may lack (as
+// in some containers and VMs); the program runs as uid, so matching its
+// ids always works.
+func asUID(uid int, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		id := uintptr(uid)
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, id, id, id); e != 0 {
+			errc <- fmt.Errorf("setresgid: %w", e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, id, id, id); e != 0 {
+			errc <- fmt.Errorf("setresuid: %w", e)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// forkThread is an OS thread kept for starting launchers. A launcher dies
+// with the thread that forked it (PR_SET_PDEATHSIG, Go's and bwrap's
+// --die-with-parent), and attachWorkspace and asUID end the threads they
+// change, which could be any thread of the process; so launchers are
+// forked from a thread that lives as long as the process (see
+// golang.org/issue/27505).
+var forkThread = struct {
+	once sync.Once
+	req  chan func()
+}{req: make(chan func())}
+
+// startOnForkThread starts cmd from forkThread.
+func startOnForkThread(cmd *exec.Cmd) error {
+	forkThread.once.Do(func() {
+		go func() {
+			runtime.LockOSThread()
+			for f := range forkThread.req {
+				f()
+			}
+		}()
+	})
+	errc := make(chan error, 1)
+	forkThread.req <- func() { errc <- cmd.Start() }
+	return <-errc
+}
