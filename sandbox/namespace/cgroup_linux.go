@@ -236,6 +236,16 @@ func readKeyed(path, key string) int64 {
 	return 0
 }
 
+// canCreate checks that this process may create cgroups below parent (it
+// may exist, made by another user).
+func canCreate(parent string) error {
+	probe := filepath.Join(parent, "probe-"+randomID())
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		return fmt.Errorf("create a cgroup below %s: %w", parent, err)
+	}
+	return unix.Rmdir(probe)
+}
+
 // killProcs sends SIGKILL to every pid listed in a cgroup.procs file, a few
 // rounds over, since a process may fork while it is being killed.
 func killProcs(procsFile string) {

@@ -37,6 +37,9 @@ func newCgroupV1(mounts []mountInfo, self map[string]string) (*cgroupV1, error) 
 			if err := os.MkdirAll(parent, 0o755); err != nil {
 				return nil, fmt.Errorf("%s controller: %w", ctrl, err)
 			}
+			if err := canCreate(parent); err != nil {
+				return nil, fmt.Errorf("%s controller: %w", ctrl, err)
+			}
 			sweepStale(parent)
 			c.parents[ctrl] = parent
 			break

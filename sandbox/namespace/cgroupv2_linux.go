@@ -40,6 +40,9 @@ func newCgroupV2(m mountInfo, own string) (*cgroupV2, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", parent, err)
 	}
+	if err := canCreate(parent); err != nil {
+		return nil, err
+	}
 	want := "+memory +pids +cpu"
 	if err := writeFile(filepath.Join(parent, "cgroup.subtree_control"), want); err != nil {
 		return nil, fmt.Errorf("enable controllers in %s: %w", parent, err)

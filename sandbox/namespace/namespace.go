@@ -41,7 +41,7 @@ type Report struct {
 	Seccomp        bool     // the kernel supports seccomp filters
 	LandlockABI    int      // Landlock ABI version, 0 when unavailable
 	Root           bool     // running as root
-	MemoryLimit    string   // how memory is limited: "cgroup v1", "cgroup v2", "RLIMIT_AS"
+	MemoryLimit    string   // how memory is limited: "cgroup v1", "cgroup v2", "RLIMIT_DATA"
 	ProcessLimit   string   // how processes are limited: "cgroup v1", "cgroup v2", "RLIMIT_NPROC"
 	CPULimit       string   // how CPU bandwidth is limited: "cgroup v1", "cgroup v2", or "none"
 	ProgramUID     int      // the host uid programs run as

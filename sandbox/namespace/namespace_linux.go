@@ -197,6 +197,9 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	if err == nil {
 		err = r.confine(childPid, l.cg)
 	}
+	if err == nil && !r.b.asRoot() {
+		err = verifyWorkspace(childPid, wsFile)
+	}
 	if err != nil {
 		_ = l.cmd.Process.Kill()
 		_ = l.cmd.Wait()

@@ -66,13 +66,13 @@ func Probe(cfg Config) Report {
 		r.ProcessLimit, r.CPULimit = r.MemoryLimit, r.MemoryLimit
 	} else {
 		r.CgroupDetail = err.Error()
-		r.MemoryLimit, r.ProcessLimit, r.CPULimit = "RLIMIT_AS", "RLIMIT_NPROC", "none"
+		r.MemoryLimit, r.ProcessLimit, r.CPULimit = "RLIMIT_DATA", "RLIMIT_NPROC", "none"
 		switch {
 		case r.Root && !cfg.AllowWeakIsolation:
 			r.Problems = append(r.Problems, "no usable cgroup for memory and process limits ("+err.Error()+
 				"), and RLIMIT_NPROC does not apply to root: mount cgroups with the memory and pids controllers, or accept weaker isolation with --allow-weak-isolation")
 		default:
-			r.Warnings = append(r.Warnings, "no usable cgroup ("+err.Error()+"): memory is limited by RLIMIT_AS and processes by RLIMIT_NPROC, which counts all of this user's processes")
+			r.Warnings = append(r.Warnings, "no usable cgroup ("+err.Error()+"): memory is limited per process by RLIMIT_DATA and processes by RLIMIT_NPROC, which counts all of this user's processes")
 		}
 	}
 	r.Usable = len(r.Problems) == 0

@@ -18,7 +18,7 @@ type rlimit struct {
 
 // setRlimits applies per-process limits to pid. Without a cgroup, memory and
 // processes fall back to RLIMIT_AS and RLIMIT_NPROC, which are weaker: the
-// former counts address space rather than memory, the latter every process
+// former counts each process's private writable memory (not shared memory, and per process), the latter every process
 // of the user.
 func setRlimits(pid int, lim sandbox.Limits, fallback bool) error {
 	cpu := max(uint64(math.Ceil(lim.CPUTime.Seconds())), 1)
@@ -31,7 +31,7 @@ func setRlimits(pid int, lim sandbox.Limits, fallback bool) error {
 	}
 	if fallback {
 		limits = append(limits,
-			rlimit{unix.RLIMIT_AS, uint64(lim.Memory), uint64(lim.Memory)},
+			rlimit{unix.RLIMIT_DATA, uint64(lim.Memory), uint64(lim.Memory)},
 			rlimit{unix.RLIMIT_NPROC, uint64(lim.Processes), uint64(lim.Processes)})
 	}
 	for _, l := range limits {

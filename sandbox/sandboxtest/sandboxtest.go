@@ -18,10 +18,37 @@ import (
 	"github.com/codeagent/codeagent/sandbox"
 )
 
-// Run runs the whole suite against sb.
-func Run(t *testing.T, sb sandbox.Sandbox) {
+// Run runs the whole suite against sb, which enforces every limit for the
+// whole sandbox (cgroups or the engine's equivalent).
+func Run(t *testing.T, sb sandbox.Sandbox) { RunWith(t, sb, Features{}) }
+
+// Features describe a backend that enforces less on this host, so that the
+// suite expects the verdicts it can give and skips what it cannot do.
+type Features struct {
+	// RlimitsOnly: no cgroup, so memory and processes are limited per
+	// process by rlimits (an allocation fails instead of the sandbox being
+	// killed) and there is no CPU quota.
+	RlimitsOnly bool
+}
+
+// RunWith runs the whole suite against sb with features f.
+func RunWith(t *testing.T, sb sandbox.Sandbox, f Features) {
+	sb = withFeatures{sb, f}
 	t.Run("Benign", func(t *testing.T) { RunBenign(t, sb) })
 	t.Run("Security", func(t *testing.T) { RunSecurity(t, sb) })
+}
+
+type withFeatures struct {
+	sandbox.Sandbox
+	f Features
+}
+
+// featuresOf returns the features RunWith was given.
+func featuresOf(sb sandbox.Sandbox) Features {
+	if w, ok := sb.(withFeatures); ok {
+		return w.f
+	}
+	return Features{}
 }
 
 // program is one execution of the suite.

@@ -75,6 +75,14 @@ func memoryBomb(t *testing.T, sb sandbox.Sandbox) {
 	}
 	// Unbounded growth, touching every page.
 	res = execute(t, sb, program{lang: "python", limits: lim, code: "a = []\nwhile True:\n    a.append(bytearray(8 << 20))\n"})
+	if featuresOf(sb).RlimitsOnly {
+		// RLIMIT_DATA makes the allocation fail instead.
+		wantStatus(t, res, sandbox.StatusError)
+		if !bytes.Contains(res.Stderr, []byte("MemoryError")) {
+			t.Fatalf("no MemoryError under RLIMIT_DATA: %s", res.Stderr)
+		}
+		return
+	}
 	wantStatus(t, res, sandbox.StatusMemoryLimit)
 	if res.ExitStatus() != 137 {
 		t.Errorf("memory limit exit status %d, want 137", res.ExitStatus())
