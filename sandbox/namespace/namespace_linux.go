@@ -73,6 +73,7 @@ func New(cfg Config) (*Backend, error) {
 	for _, w := range rep.Warnings {
 		log.Warn("weaker isolation", "detail", w)
 	}
+	var err error
 	hostUID := -1
 	if os.Geteuid() == 0 {
 		hostUID = programHostUID(cfg)
@@ -80,11 +81,17 @@ func New(cfg Config) (*Backend, error) {
 			return nil, &sandbox.SetupError{Reason: "the sandbox's host uid", Err: err}
 		}
 	}
-	etc, err := prepareEtc(os.TempDir())
+	base := os.TempDir()
+	if hostUID >= 0 {
+		if base, err = rootBaseDir(); err != nil {
+			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
+		}
+	}
+	etc, err := prepareEtc(base)
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "prepare /etc", Err: err}
 	}
-	mnt, err := prepareMountDir(os.TempDir())
+	mnt, err := prepareMountDir(base)
 	if err != nil {
 		_ = os.RemoveAll(etc)
 		return nil, &sandbox.SetupError{Reason: "prepare the mount directory", Err: err}

@@ -33,6 +33,39 @@ import (
 // host never sees. The path is never looked up again after the descriptor
 // was opened without following links.
 
+// rootBaseDirs are where the backend keeps its prepared /etc and mount
+// directory when root: bwrap, running as the program's uid, must be able
+// to look them up, which a private TMPDIR (0700) would not allow.
+var rootBaseDirs = []string{"/run/codeagent", "/var/tmp/codeagent"}
+
+// rootBaseDir returns the first of rootBaseDirs that is, or can be made, a
+// root-owned directory of mode 0755 reached without links.
+func rootBaseDir() (string, error) {
+	var errs []error
+	for _, d := range rootBaseDirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resolved, err := filepath.EvalSymlinks(d)
+		if err != nil || resolved != d {
+			errs = append(errs, fmt.Errorf("%s is reached through a link", d))
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil || st.Uid != 0 {
+			errs = append(errs, fmt.Errorf("%s is not owned by root", d))
+			continue
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return d, nil
+	}
+	return "", errors.Join(errs...)
+}
+
 // mountPoint is where, in a launcher's private mount namespace, the
 // workspace is attached for bwrap to bind: a directory of a 0711 root-owned
 // directory the backend creates.
