@@ -34,6 +34,12 @@ type Config struct {
 	// Keys are the API keys; empty means a single anonymous owner (only
 	// sensible on a loopback address, which cmd/codeagent enforces).
 	Keys Keys
+	// AllowedHosts are names besides its own address under which clients
+	// reach the server (a reverse proxy's public name): host or host:port,
+	// a host without a port matching any port. Requests whose Host, or
+	// browser requests whose Origin, names anything else are refused (see
+	// guard.go).
+	AllowedHosts []string
 	// MaxBody bounds JSON request bodies (default 1 MiB); MaxExecBody the
 	// body of /v1/exec with its files (default 16 MiB); MaxUpload one
 	// uploaded file (default 100 MiB).
@@ -60,6 +66,25 @@ type Config struct {
 	MaxIterations int
 	// Warm is the sandbox pool size, reported in the metrics.
 	Warm int
+}
+
+// Validate checks what withDefaults cannot repair: negative sizes and
+// counts, and allowed hosts that are not host[:port].
+func (c Config) Validate() error {
+	for _, v := range []struct {
+		name string
+		v    int64
+	}{{"MaxBody", c.MaxBody}, {"MaxExecBody", c.MaxExecBody}, {"MaxUpload", c.MaxUpload}, {"Workers", int64(c.Workers)}, {"QueueLength", int64(c.QueueLength)}} {
+		if v.v < 0 {
+			return fmt.Errorf("server: %s must not be negative", v.name)
+		}
+	}
+	for _, h := range c.AllowedHosts {
+		if err := validAllowedHost(h); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
+	return nil
 }
 
 // MaxLimits are the default caps of ExecMaxLimits.
@@ -149,6 +174,9 @@ type Server struct {
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Store == nil || deps.Sandbox == nil {
 		return nil, errors.New("server: a store and a sandbox are required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	log := deps.Logger

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/codeagent/codeagent/llm"
@@ -23,6 +24,7 @@ const envAPIKeys = "CODEAGENT_API_KEYS"
 // serveOptions are the inputs of `codeagent serve`.
 type serveOptions struct {
 	Addr            string
+	AllowedHosts    []string
 	DataDir         string
 	KeysFile        string
 	MaxUpload       int64
@@ -45,6 +47,15 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	}
 	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20}
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.Func("allowed-hosts", "names besides its address under which clients reach the server, e.g. a reverse proxy's\n"+
+		"public name: host or host:port, comma-separated; other Host and Origin headers are refused", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				o.AllowedHosts = append(o.AllowedHosts, h)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.KeysFile, "keys-file", "", "API keys: one name:token per line, or JSON {\"name\": \"token\"}")
 	fs.Var(sizeFlag{&o.MaxUpload}, "max-upload", "largest uploaded file (default 100MiB)")
@@ -129,6 +140,11 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	if err != nil {
 		return err
 	}
+	scfg := server.Config{DataDir: dataDir, Keys: keys, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
+		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm}
+	if err := scfg.Validate(); err != nil {
+		return usageError{err}
+	}
 	deps := server.Deps{Logger: logger}
 	if cfg, err := o.Provider.resolve(o.Getenv); err != nil {
 		deps.ModelError = err.Error()
@@ -159,8 +175,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	}
 	defer mcpSrv.Close() // before sb.Close: its sessions' workspaces and runs go first
 	deps.MCP = mcpSrv
-	srv, err := server.New(server.Config{DataDir: dataDir, Keys: keys, MaxUpload: o.MaxUpload, Workers: o.Workers,
-		QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm}, deps)
+	srv, err := server.New(scfg, deps)
 	if err != nil {
 		return err
 	}

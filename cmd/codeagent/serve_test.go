@@ -36,6 +36,16 @@ func TestServeRefusesNonLoopbackWithoutKeys(t *testing.T) {
 	}
 }
 
+func TestServeRejectsBadAllowedHosts(t *testing.T) {
+	t.Setenv(envAPIKeys, "")
+	for _, h := range []string{"http://codeagent.example", "*.example", "example.com/x"} {
+		code, _, stderr := runCLI(t, "", "serve", "--allowed-hosts", h, "--data-dir", t.TempDir())
+		if code != exitUsage || !strings.Contains(stderr, "allowed host") {
+			t.Errorf("%s: exit %d, %s", h, code, stderr)
+		}
+	}
+}
+
 func TestServeRejectsBadKeys(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "keys")
 	os.WriteFile(bad, []byte("alice:short\n"), 0o600)
@@ -70,7 +80,8 @@ func TestServeStartsAnswersAndStops(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "0.0.0.0:0", "--keys-file", keys, "--data-dir", t.TempDir()},
+		done <- run(ctx, []string{"serve", "--addr", "0.0.0.0:0", "--keys-file", keys, "--data-dir", t.TempDir(),
+			"--allowed-hosts", "codeagent.example, proxy.internal:9000"},
 			stdio{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &stderr})
 	}()
 	addrRE := regexp.MustCompile(`listening on http://\S+:(\d+)`)
@@ -94,13 +105,35 @@ func TestServeStartsAnswersAndStops(t *testing.T) {
 		t.Fatalf("sessions without a key: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	req, _ := http.NewRequest("POST", base+"/v1/exec", strings.NewReader(`{"language":"python","code":"print(6*7)"}`))
-	req.Header.Set("Authorization", "Bearer ci-token-0123456789abcdef")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("exec: %v %v", resp, err)
+	// A DNS-rebinding name, a foreign page, a form body: refused before
+	// the key is even looked at; the configured names and curl pass.
+	for _, c := range []struct {
+		host, origin, ct string
+		want             int
+	}{
+		{"evil.example:" + port, "", "application/json", http.StatusMisdirectedRequest},
+		{"proxy.internal:9001", "", "application/json", http.StatusMisdirectedRequest},
+		{"", "http://evil.example", "application/json", http.StatusForbidden},
+		{"", "", "text/plain", http.StatusUnsupportedMediaType},
+		{"codeagent.example", "https://codeagent.example", "application/json", 200},
+		{"proxy.internal:9000", "", "application/json", 200},
+		{"", "", "application/json", 200},
+	} {
+		req, _ := http.NewRequest("POST", base+"/v1/exec", strings.NewReader(`{"language":"python","code":"print(6*7)"}`))
+		req.Header.Set("Authorization", "Bearer ci-token-0123456789abcdef")
+		req.Header.Set("Content-Type", c.ct)
+		if c.host != "" {
+			req.Host = c.host
+		}
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != c.want {
+			t.Fatalf("exec %+v: %v %v", c, resp, err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
 	cancel()
 	select {
 	case code := <-done:
