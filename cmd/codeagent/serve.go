@@ -28,6 +28,9 @@ type serveOptions struct {
 	DataDir         string
 	KeysFile        string
 	MaxUpload       int64
+	MaxUploadFiles  int
+	SessionMaxBytes int64
+	SessionMaxFiles int
 	Workers         int
 	Queue           int
 	Rate            float64
@@ -45,7 +48,7 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 		fmt.Fprintln(s.err, "usage: codeagent serve [flags]\n\nServe the HTTP API (/v1, described at /v1/openapi.yaml) and the web page (/).\nAPI keys (name:token) come from --keys-file and "+envAPIKeys+"; without keys the\nserver listens only on a loopback address.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20}
+	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20, SessionMaxBytes: server.DefaultSessionMaxBytes}
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.Func("allowed-hosts", "names besides its address under which clients reach the server, e.g. a reverse proxy's\n"+
 		"public name: host or host:port, comma-separated; other Host and Origin headers are refused", func(v string) error {
@@ -59,6 +62,9 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.KeysFile, "keys-file", "", "API keys: one name:token per line, or JSON {\"name\": \"token\"}")
 	fs.Var(sizeFlag{&o.MaxUpload}, "max-upload", "largest uploaded file (default 100MiB)")
+	fs.IntVar(&o.MaxUploadFiles, "max-upload-files", server.DefaultMaxUploadFiles, "most files in one upload request")
+	fs.Var(sizeFlag{&o.SessionMaxBytes}, "session-max-size", "largest total size of a session's workspace, API and MCP (default 1GiB)")
+	fs.IntVar(&o.SessionMaxFiles, "session-max-files", server.DefaultSessionMaxFiles, "most files and directories in a session's workspace, API and MCP")
 	fs.IntVar(&o.Workers, "workers", 0, "executions at once (default 2 × CPUs)")
 	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
 	fs.Float64Var(&o.Rate, "rate", 20, "requests per second per API key (bursts of 5 s)")
@@ -141,6 +147,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		return err
 	}
 	scfg := server.Config{DataDir: dataDir, Keys: keys, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
+		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
 		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm}
 	if err := scfg.Validate(); err != nil {
 		return usageError{err}
@@ -168,7 +175,8 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	}
 	defer sb.Close() // removes the sandboxes started ahead
 	deps.Store, deps.Sandbox = st, sb
-	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version}, mcpserver.Deps{Sandbox: sb, Store: st,
+	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version, SessionMaxBytes: o.SessionMaxBytes,
+		SessionMaxFiles: o.SessionMaxFiles}, mcpserver.Deps{Sandbox: sb, Store: st,
 		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger})
 	if err != nil {
 		return err

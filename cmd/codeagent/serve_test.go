@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,7 +83,7 @@ func TestServeStartsAnswersAndStops(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", "0.0.0.0:0", "--keys-file", keys, "--data-dir", t.TempDir(),
-			"--allowed-hosts", "codeagent.example, proxy.internal:9000"},
+			"--allowed-hosts", "codeagent.example, proxy.internal:9000", "--max-upload-files", "2", "--session-max-files", "2"},
 			stdio{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &stderr})
 	}()
 	addrRE := regexp.MustCompile(`listening on http://\S+:(\d+)`)
@@ -133,6 +135,44 @@ func TestServeStartsAnswersAndStops(t *testing.T) {
 			t.Fatalf("exec %+v: %v %v", c, resp, err)
 		}
 		resp.Body.Close()
+	}
+	// The upload caps of the flags: 2 files per request, 2 per session.
+	send := func(method, path, ct string, body io.Reader) (int, string) {
+		req, _ := http.NewRequest(method, base+path, body)
+		req.Header.Set("Authorization", "Bearer ci-token-0123456789abcdef")
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, b := send("POST", "/v1/sessions", "application/json", strings.NewReader(`{"name": "caps"}`))
+	id := regexp.MustCompile(`"id":"([0-9a-f]+)"`).FindStringSubmatch(b)
+	if code != 201 || id == nil {
+		t.Fatalf("session: %d %s", code, b)
+	}
+	files := func(names ...string) (io.Reader, string) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		for _, n := range names {
+			w, _ := mw.CreateFormFile("file", n)
+			io.WriteString(w, "x")
+		}
+		mw.Close()
+		return &buf, mw.FormDataContentType()
+	}
+	fp := "/v1/sessions/" + id[1] + "/files"
+	for _, c := range []struct {
+		names []string
+		want  int
+	}{{[]string{"a", "b", "c"}, 413}, {[]string{"a", "b"}, 201}, {[]string{"c"}, 413}} {
+		body, ct := files(c.names...)
+		if code, b := send("POST", fp, ct, body); code != c.want {
+			t.Errorf("upload %v: %d %s, want %d", c.names, code, b, c.want)
+		}
 	}
 	cancel()
 	select {
