@@ -111,6 +111,9 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest, in Wri
 		return nil, out, err
 	}
 	defer unlock()
+	if err := s.checkQuota(ws, map[string]int64{in.Name: int64(len(data))}); err != nil {
+		return nil, out, err
+	}
 	if err := ws.WriteFile(in.Name, data); err != nil {
 		return nil, out, err
 	}

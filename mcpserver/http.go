@@ -15,15 +15,23 @@ import (
 // workspace) per Mcp-Session-Id; an idle session is closed after
 // Config.SessionTimeout. Mount it behind the HTTP server's authentication:
 // a session is bound to the bearer token that opened it, and a request of
-// another token for it is refused (403).
-func (s *Server) Handler() http.Handler { return s.HandlerWithOwner(nil) }
+// another token for it is refused (403). On a loopback connection it
+// refuses a Host that is not a loopback address (DNS rebinding).
+func (s *Server) Handler() http.Handler { return s.handler(nil, false) }
 
 // HandlerWithOwner is Handler with owner naming a request's API key in
 // the audit log (and binding sessions to it); without it a hash of the
-// bearer token does.
+// bearer token does. It is for an HTTP server that checks Host and Origin
+// itself, as codeagent serve does for every route: it leaves out
+// Handler's own Host check, which knows no configured public name.
 func (s *Server) HandlerWithOwner(owner func(*http.Request) string) http.Handler {
+	return s.handler(owner, true)
+}
+
+func (s *Server) handler(owner func(*http.Request) string, hostChecked bool) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: s.cfg.SessionTimeout, MaxRequestBodyBytes: s.cfg.MaxRequestBody})
+		&mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: s.cfg.SessionTimeout, MaxRequestBodyBytes: s.cfg.MaxRequestBody,
+			DisableLocalhostProtection: hostChecked})
 	verify := func(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 		id := ""
 		if owner != nil {

@@ -65,6 +65,12 @@ type Config struct {
 	SessionTimeout time.Duration
 	// MaxRequestBody bounds one HTTP request (default 32 MiB).
 	MaxRequestBody int64
+	// SessionMaxBytes and SessionMaxFiles bound a session's workspace as
+	// write_file and the files of execute_code and run_task fill it: the
+	// total size of its files and the number of its entries (default
+	// 1 GiB and 10 000, as the HTTP API's sessions).
+	SessionMaxBytes int64
+	SessionMaxFiles int
 }
 
 // MaxLimits are the default caps of Config.MaxLimits: those of the HTTP
@@ -100,6 +106,8 @@ func (c Config) withDefaults(m *manifest.Manifest) Config {
 	def64(&c.MaxImage, 2<<20)
 	def64(&c.MaxImageTotal, 8<<20)
 	def64(&c.MaxRequestBody, 32<<20)
+	def64(&c.SessionMaxBytes, 1<<30)
+	def(&c.SessionMaxFiles, 10000)
 	def(&c.MaxFiles, 100)
 	def(&c.MaxTask, 64<<10)
 	def(&c.MaxImages, 8)

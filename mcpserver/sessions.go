@@ -186,6 +186,17 @@ func (s *Server) lockedWorkspace(ctx context.Context, st *sessionState, files ma
 		unlock()
 		return nil, nil, err
 	}
+	sizes := make(map[string]int64, len(files))
+	for name, data := range files {
+		sizes[name] = int64(len(data))
+	}
+	if len(files) > 0 {
+		err = s.checkQuota(ws, sizes)
+	}
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
 	for name, data := range files {
 		if err := ws.WriteFile(name, []byte(data)); err != nil {
 			unlock()

@@ -57,6 +57,18 @@ type PythonPolicy struct {
 	FrameAttributes    []string       `yaml:"frame_attributes"`    // frame and traceback chains
 	Deserializers      []Deserializer `yaml:"deserializers"`
 	FileFunctions      []string       `yaml:"file_functions"` // calls taking a path; "x*" is a prefix
+	// ReexportedFunctions do under an allowed module's name what a
+	// forbidden module does (asyncio.create_subprocess_exec runs programs
+	// as subprocess does); any reference is reported while that module is
+	// not allowed.
+	ReexportedFunctions []Reexport `yaml:"reexported_functions"`
+}
+
+// Reexport is a function or method Name (an attribute of any object, an
+// imported or bare name, or a getattr literal) that does what Module does.
+type Reexport struct {
+	Name   string `yaml:"name"`
+	Module string `yaml:"module"`
 }
 
 // Deserializer is a call that can run code while loading data. When Keyword
@@ -204,6 +216,15 @@ func (p *Policy) Validate() error {
 		}
 		if d.Keyword != "" && !dottedName.MatchString(d.Keyword) {
 			bad(field+".keyword", d.Keyword, "must be an identifier")
+		}
+	}
+	for i, r := range py.ReexportedFunctions {
+		field := fmt.Sprintf("python.reexported_functions[%d]", i)
+		if !dottedName.MatchString(r.Name) || strings.Contains(r.Name, ".") {
+			bad(field+".name", r.Name, "must be an identifier")
+		}
+		if !dottedName.MatchString(r.Module) {
+			bad(field+".module", r.Module, "must be a dotted module name")
 		}
 	}
 	js := &p.JavaScript

@@ -59,6 +59,8 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"files:\n  allowed_absolute: [tmp]\n", "files.allowed_absolute[0]"},
 		{"max_input_bytes: -1\n", "max_input_bytes"},
 		{"bash:\n  forbidden_commands: [\"rm -rf\"]\n", "bash.forbidden_commands[0]"},
+		{"python:\n  reexported_functions: [{name: asyncio.run, module: subprocess}]\n", "python.reexported_functions[0].name"},
+		{"python:\n  reexported_functions: [{name: spawn, module: \"\"}]\n", "python.reexported_functions[0].module"},
 	}
 	for _, c := range cases {
 		_, err := ParsePolicy([]byte(c.yaml))
@@ -136,5 +138,27 @@ func TestAllowMode(t *testing.T) {
 	// The other rules still apply in allow mode.
 	if r := check(t, c, Python, "import math\neval('1')\n"); !hasRule(r, RuleForbiddenBuiltin) {
 		t.Errorf("allow mode lost the builtin rule: %v", r.Findings)
+	}
+}
+
+// TestReexportedFunctionsFollowTheirModule: asyncio's process functions are
+// reported while subprocess is forbidden, and no longer once a policy
+// allows it.
+func TestReexportedFunctionsFollowTheirModule(t *testing.T) {
+	code := "import asyncio\nasyncio.create_subprocess_exec('id')\n"
+	if r := check(t, newTestChecker(t), Python, code); !hasRule(r, RuleModuleReexport) {
+		t.Errorf("default policy: %v", r.Findings)
+	}
+	p, err := ParsePolicy([]byte("python:\n  forbidden_modules: [os]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if r := check(t, c, Python, code); !r.Safe() {
+		t.Errorf("subprocess allowed: %v", r.Findings)
 	}
 }

@@ -27,6 +27,8 @@ func (f *pyFile) checkCall(i int32) {
 		f.checkGetattr(i, lastOf(q), args)
 	case q == "operator.attrgetter" || q == "operator.methodcaller":
 		f.checkAttrgetter(i, last, args)
+	case last == "__setattr__" || last == "__delattr__":
+		f.checkDunderSetattr(i, last, args)
 	case last == "format" || last == "format_map" || last == "vformat":
 		f.checkFormatCall(fn, q, args)
 	case dynamicImportAttrs[last]:
@@ -100,6 +102,41 @@ func (f *pyFile) checkGetattr(call int32, fn string, args int32) {
 	}
 	if why := f.badAttrName(name, obj); why != "" {
 		f.add(RuleDynamicAttribute, call, fmt.Sprintf("%s(..., %q) %s", fn, name, why), builtinHint(fn))
+		return
+	}
+	if fn != "getattr" {
+		f.checkHookName(call, fn, name)
+	}
+}
+
+// metadataDunders are the dunders that setattr and delattr may name: the
+// metadata functools.wraps copies. Any other is an interpreter hook
+// (__getattr__, __eq__, __init_subclass__, ...) installed or removed where
+// the class body does not show it.
+var metadataDunders = set{"__doc__": true, "__name__": true, "__qualname__": true, "__module__": true}
+
+// checkHookName reports setattr or delattr (or a __setattr__/__delattr__
+// call) naming a dunder that is not metadata.
+func (f *pyFile) checkHookName(call int32, fn, name string) {
+	if isDunder(name) && !metadataDunders[name] {
+		f.add(RuleDynamicAttribute, call, fmt.Sprintf("%s(..., %q) installs or removes an interpreter hook at run time", fn, name),
+			"define the method in the class body; set only plain attributes, by name (obj.name = value)")
+	}
+}
+
+// checkDunderSetattr checks obj.__setattr__("__x__", v) and
+// type.__setattr__(A, "__x__", v): a literal dunder among the first two
+// arguments is a hook installed at run time.
+func (f *pyFile) checkDunderSetattr(call int32, fn string, args int32) {
+	for n := 0; n < 2; n++ {
+		arg, splat := f.positional(args, n)
+		if splat {
+			return
+		}
+		if name, ok := f.literalString(arg); ok && isDunder(name) {
+			f.checkHookName(call, fn, name)
+			return
+		}
 	}
 }
 
@@ -115,6 +152,9 @@ func (f *pyFile) badAttrName(name string, obj int32) string {
 		if _, module := f.qualified(obj); module || obj < 0 {
 			return "reads a private attribute of a module"
 		}
+	}
+	if m, ok := f.reexported(name); ok {
+		return "does what the forbidden module " + m + " does"
 	}
 	return ""
 }

@@ -79,6 +79,10 @@ func (f *pyFile) checkImport(i int32) {
 		case isDunder(name) && !f.allowedDunders[name]:
 			f.add(RuleIntrospection, n, fmt.Sprintf("importing %s reaches interpreter internals", name), dunderHint(name))
 		case relative:
+		case f.reexportsF.mayHave(name) && f.reexports[name] != "":
+			if rm, ok := f.reexported(name); ok {
+				f.add(RuleModuleReexport, n, reexportMessage(name, rm), importHint(rm))
+			}
 		case isPrivate(rootOf(name)):
 			f.add(RulePrivateAttribute, n, fmt.Sprintf("%s is a private name of module %s", name, m),
 				"use only the public API of the module; private names can reach forbidden modules")

@@ -65,6 +65,9 @@ func (f *pyFile) checkName(i int32) {
 	case isDunder(name) && !f.allowedDunders[name]:
 		f.add(RuleIntrospection, i, fmt.Sprintf("the name %s reaches interpreter internals", name), dunderHint(name))
 	}
+	if m, ok := f.reexported(name); ok {
+		f.add(RuleModuleReexport, i, reexportMessage(name, m), importHint(m))
+	}
 	if q, ok := f.alias(name); ok {
 		switch lastOf(q) {
 		case "attrgetter", "methodcaller":
@@ -99,6 +102,10 @@ func (f *pyFile) checkAttribute(i int32) {
 	case f.dynImportF.mayHave(name) && dynamicImportAttrs[name]:
 		f.add(RuleDynamicImport, i, fmt.Sprintf(".%s imports a module by computed name", name),
 			"import the modules you need with a plain import statement at the top")
+	case f.reexportsF.mayHave(name) && f.reexports[name] != "":
+		if m, ok := f.reexported(name); ok {
+			f.add(RuleModuleReexport, an, reexportMessage(name, m), importHint(m))
+		}
 	case isPrivate(name):
 		if q, module := f.qualified(obj); module {
 			f.add(RulePrivateAttribute, an, fmt.Sprintf("%s is a private attribute of module %s", name, q),
@@ -110,4 +117,22 @@ func (f *pyFile) checkAttribute(i int32) {
 				importHint(name))
 		}
 	}
+}
+
+// reexported returns the module that a function named name stands for
+// (asyncio's create_subprocess_exec: subprocess) when that module is not
+// allowed.
+func (f *pyFile) reexported(name string) (string, bool) {
+	if !f.reexportsF.mayHave(name) {
+		return "", false
+	}
+	m, ok := f.reexports[name]
+	if !ok || f.checkModuleQuiet(m) {
+		return "", false
+	}
+	return m, true
+}
+
+func reexportMessage(name, module string) string {
+	return fmt.Sprintf("%s does what the forbidden module %s does", name, module)
 }

@@ -63,6 +63,55 @@ func (f *pyFile) literalString(i int32) (string, bool) {
 	return f.stringValue(i)
 }
 
+// spelled returns the first introspection name that v spells as something
+// code could use: the whole string, or a part of an attribute path, call,
+// subscript or format field. A name that is a word of a sentence ("never
+// use __import__ here") is not: it is only text.
+func (f *pyFile) spelled(v string) (string, bool) {
+	if !strings.Contains(v, "__") {
+		return "", false
+	}
+	for _, name := range f.introspection {
+		for from := 0; ; {
+			k := strings.Index(v[from:], name)
+			if k < 0 {
+				break
+			}
+			k += from
+			if !inProse(v, k, k+len(name)) {
+				return name, true
+			}
+			from = k + len(name)
+		}
+	}
+	return "", false
+}
+
+// inProse reports whether v[i:j] stands as a word of text: the string is
+// more than the word, and the word is set off by what only text puts
+// around a word. Before it: the start, a space or a backquote. After it:
+// the end, a space, a backquote, a comma or a semicolon, or . : ! ? )
+// that end the string or come before a space.
+func inProse(v string, i, j int) bool {
+	if strings.TrimSpace(v) == v[i:j] {
+		return false
+	}
+	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	if i > 0 && !space(v[i-1]) && v[i-1] != '`' {
+		return false
+	}
+	if j == len(v) {
+		return true
+	}
+	switch c := v[j]; {
+	case space(c) || c == '`' || c == ',' || c == ';':
+		return true
+	case strings.IndexByte(".:!?)", c) >= 0:
+		return j+1 == len(v) || space(v[j+1])
+	}
+	return false
+}
+
 // checkString reports string literals that spell introspection names: they
 // only matter as input to getattr, attrgetter or str.format, which the
 // checker cannot always follow.
@@ -74,15 +123,9 @@ func (f *pyFile) checkString(i int32) {
 		if t.kind(c) != pyStringContent {
 			continue
 		}
-		v := decodePyEscapes(t.text(c), raw)
-		if !strings.Contains(v, "__") {
-			continue
-		}
-		for _, name := range f.introspection {
-			if strings.Contains(v, name) {
-				f.add(RuleIntrospection, i, fmt.Sprintf("the string spells %s, an introspection name", name), dunderHint(name))
-				return
-			}
+		if name, ok := f.spelled(decodePyEscapes(t.text(c), raw)); ok {
+			f.add(RuleIntrospection, i, fmt.Sprintf("the string spells %s, an introspection name", name), dunderHint(name))
+			return
 		}
 	}
 }
@@ -91,14 +134,8 @@ func (f *pyFile) checkString(i int32) {
 // "__sub" "classes__" is seen whole.
 func (f *pyFile) checkConcat(i int32) {
 	v, _ := f.stringValue(i)
-	if !strings.Contains(v, "__") {
-		return
-	}
-	for _, name := range f.introspection {
-		if strings.Contains(v, name) {
-			f.add(RuleIntrospection, i, fmt.Sprintf("the strings spell %s, an introspection name", name), dunderHint(name))
-			return
-		}
+	if name, ok := f.spelled(v); ok {
+		f.add(RuleIntrospection, i, fmt.Sprintf("the strings spell %s, an introspection name", name), dunderHint(name))
 	}
 }
 

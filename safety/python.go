@@ -122,8 +122,9 @@ type pyAnalyser struct {
 	fileFuncs      set
 	filePrefixes   []string
 	forbiddenRoots set
+	reexports      map[string]string // function name -> the module it stands for
 	// Filters for the sets looked up for every identifier or attribute.
-	builtinsF, shadowableF, framesF, dynImportF, forbiddenRootsF nameFilter
+	builtinsF, shadowableF, framesF, dynImportF, forbiddenRootsF, reexportsF nameFilter
 }
 
 func newPythonAnalyser(p *Policy, pool *parserPool) *pyAnalyser {
@@ -147,6 +148,7 @@ func newPythonAnalyser(p *Policy, pool *parserPool) *pyAnalyser {
 		deser:          map[string]*Deserializer{},
 		fileFuncs:      set{},
 		forbiddenRoots: set{},
+		reexports:      map[string]string{},
 	}
 	for i := range p.Python.Deserializers {
 		d := &p.Python.Deserializers[i]
@@ -162,6 +164,12 @@ func newPythonAnalyser(p *Policy, pool *parserPool) *pyAnalyser {
 	for _, m := range p.Python.ForbiddenModules {
 		a.forbiddenRoots[rootOf(m)] = true
 	}
+	reexported := set{}
+	for _, r := range p.Python.ReexportedFunctions {
+		a.reexports[r.Name] = r.Module
+		reexported[r.Name] = true
+	}
+	a.reexportsF = newNameFilter(reexported)
 	a.builtinsF = newNameFilter(a.builtins)
 	a.shadowableF = newNameFilter(a.shadowable)
 	a.framesF = newNameFilter(a.frames)

@@ -34,7 +34,7 @@ func BenchmarkServeExecThroughput(b *testing.B) {
 	}
 	body := []byte(`{"language":"python","code":"pass\n"}`)
 	api := func() {
-		resp, out := ts.do(b, "POST", "/v1/exec", "", bytes.NewReader(body))
+		resp, out := ts.do(b, "POST", "/v1/exec", "", bytes.NewReader(body), "Content-Type", "application/json")
 		if resp.StatusCode != 200 || !bytes.Contains(out, []byte(`"status":"ok"`)) {
 			b.Fatalf("api: %d %s", resp.StatusCode, out)
 		}

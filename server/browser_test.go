@@ -2,6 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +33,31 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// browser starts headless Chromium for the test; hosts it resolves to
+// 127.0.0.1 stand for a DNS-rebinding or attacker site.
+func browser(t *testing.T, bin string, hosts ...string) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1100),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+	}
+	if len(hosts) > 0 {
+		var rules []string
+		for _, h := range hosts {
+			rules = append(rules, "MAP "+h+" 127.0.0.1")
+		}
+		opts = append(opts, chromedp.Flag("host-resolver-rules", strings.Join(rules, ", ")))
+	}
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	return bctx
+}
+
 // TestServeBrowserUploadRunAndChart drives the page in headless Chromium:
 // create a session, upload a CSV, run a task, and see the PNG rendered.
 // With CODEAGENT_SCREENSHOT=FILE it saves a screenshot of the page there.
@@ -41,19 +70,7 @@ func TestServeBrowserUploadRunAndChart(t *testing.T) {
 	if err := os.WriteFile(csv, []byte(salesCSV), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1100),
-		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-	}
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-
+	bctx := browser(t, bin)
 	const imgLoaded = `(() => { const i = document.querySelector("#artifacts img"); return !!i && i.complete && i.naturalWidth > 0; })()`
 	err := chromedp.Do(bctx,
 		chromedp.Navigate(ts.URL),
@@ -89,5 +106,86 @@ func TestServeBrowserUploadRunAndChart(t *testing.T) {
 		if err := os.WriteFile(out, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// attackerPage posts to the server from another site, in the three ways a
+// page can without the user's help: a text/plain form (which needs no
+// preflight), a no-cors fetch, and a JSON fetch (which needs a preflight).
+const attackerPage = `<!doctype html><title>cute cats</title>
+<iframe name="sink"></iframe>
+<form id="f" method="post" enctype="text/plain" action="%[1]s/v1/exec" target="sink">
+<input name='{"language":"bash","code":"echo pwned","stdin":"' value='"}'></form>
+<script>
+document.getElementById("f").submit();
+const exec = '{"language":"bash","code":"echo pwned"}';
+Promise.allSettled([
+  fetch("%[1]s/v1/exec", {method: "POST", mode: "no-cors", body: exec}),
+  fetch("%[1]s/v1/exec", {method: "POST", headers: {"Content-Type": "application/json"}, body: exec}),
+  fetch("%[1]s/v1/sessions", {method: "POST", mode: "no-cors", body: new FormData()}),
+]).then((r) => { window.attacked = r.map((x) => x.status).join(","); });
+</script>`
+
+// TestServeBrowserRefusesCrossSiteAndRebinding is the attacker's side in a
+// real browser: a page on another site posts to the keyless server, and a
+// DNS-rebinding name resolving to 127.0.0.1 tries to read its sessions.
+// Both are refused, and nothing runs.
+func TestServeBrowserRefusesCrossSiteAndRebinding(t *testing.T) {
+	bin := chromium(t)
+	ts := newTestServer(t, testOptions{noModel: true})
+	victim := ts.createSession(t, "", "victim-session")
+	u, _ := url.Parse(ts.URL)
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, attackerPage, ts.URL)
+	}))
+	defer attacker.Close()
+	au, _ := url.Parse(attacker.URL)
+	bctx := browser(t, bin, "attacker.example", "evil.example")
+
+	if err := chromedp.Do(bctx, chromedp.Navigate("http://attacker.example:"+au.Port()+"/")); err != nil {
+		t.Fatalf("attacker page: %v", err)
+	}
+	attacked, err := chromedp.Run(bctx, chromedp.Poll[string](`window.attacked`, chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil {
+		t.Fatalf("attacker page: %v", err)
+	}
+	// The form navigates the frame; wait for the server to have answered it.
+	refused := func() int {
+		_, m := ts.do(t, "GET", "/metrics", "", nil)
+		var n int
+		for _, line := range strings.Split(string(m), "\n") {
+			fmt.Sscanf(line, `codeagent_http_requests_total{code="403"} %d`, &n)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); refused() < 3 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := refused(); n < 3 {
+		t.Errorf("%d cross-site requests refused, want the form, the no-cors fetches and the preflight (fetches: %s)", n, attacked)
+	}
+
+	// DNS rebinding: evil.example resolves to 127.0.0.1, so its page is
+	// same-origin with the server's port; it must not see the sessions.
+	rebound := "http://evil.example:" + u.Port()
+	if err := chromedp.Do(bctx, chromedp.Navigate(rebound+"/")); err != nil {
+		t.Fatalf("rebinding page: %v", err)
+	}
+	status, err := chromedp.Run(bctx, chromedp.Evaluate[string](`fetch("/v1/sessions").then(async (r) => r.status + " " + await r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("rebinding page: %v", err)
+	}
+	if !strings.HasPrefix(status, "421 ") || strings.Contains(status, victim.ID) {
+		t.Errorf("a DNS-rebinding page read /v1/sessions: %s", status)
+	}
+	_, m := ts.do(t, "GET", "/metrics", "", nil)
+	if strings.Contains(string(m), `codeagent_executions_total{`) {
+		t.Errorf("an execution ran:\n%s", m)
+	}
+	var list struct{ Sessions []sessionJSON }
+	ts.json(t, "GET", "/v1/sessions", "", nil, 200, &list)
+	if len(list.Sessions) != 1 {
+		t.Errorf("sessions %+v", list.Sessions)
 	}
 }

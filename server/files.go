@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -121,19 +119,28 @@ func (s *Server) handleUploadRaw(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories, at most 200", name))
 		return
 	}
-	root, _, err := s.sessionRoot(r, true)
+	root, dir, err := s.sessionRoot(r, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	defer root.Close()
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxUpload)
-	f, err := s.store(root, name, body)
+	up, err := s.beginUpload(r.Context(), root, dir)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"files": []fileJSON{f}})
+	defer up.end()
+	var files []fileJSON
+	err = up.add(name, http.MaxBytesReader(w, r.Body, s.cfg.MaxUpload))
+	if err == nil {
+		files, err = up.commit()
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"files": files})
 }
 
 // handleUploadMultipart stores each file part of a multipart/form-data body.
@@ -144,20 +151,31 @@ func (s *Server) handleUploadMultipart(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("want a multipart/form-data body: %v", err))
 		return
 	}
-	root, _, err := s.sessionRoot(r, true)
+	root, dir, err := s.sessionRoot(r, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	defer root.Close()
-	stored := []fileJSON{}
-	for {
+	up, err := s.beginUpload(r.Context(), root, dir)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer up.end()
+	// Every part counts against the cap, fields too, so that a flood of
+	// them is no cheaper; files are stored only when all have fit.
+	for parts := 0; ; parts++ {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			s.writeError(w, r, uploadError(err))
+			return
+		}
+		if parts >= s.cfg.MaxUploadFiles {
+			s.writeError(w, r, tooManyFiles(s.cfg.MaxUploadFiles))
 			return
 		}
 		// The raw file name, not part.FileName(), which drops directories
@@ -172,15 +190,18 @@ func (s *Server) handleUploadMultipart(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, badRequest("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories, at most 200", name))
 			return
 		}
-		f, err := s.store(root, name, part)
-		if err != nil {
+		if err := up.add(name, part); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		stored = append(stored, f)
 	}
-	if len(stored) == 0 {
+	if len(up.files) == 0 {
 		s.writeError(w, r, badRequest("no file in the multipart body"))
+		return
+	}
+	stored, err := up.commit()
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"files": stored})
@@ -192,41 +213,6 @@ func uploadError(err error) error {
 		return err
 	}
 	return badRequest("reading the upload: %v", err)
-}
-
-// store writes body to a temporary file in the workspace, then renames it
-// to name, so that a failed upload leaves the old file (if any) intact.
-// Nothing is followed: the temporary file is created exclusively without
-// following links, and a rename replaces a link rather than its target.
-func (s *Server) store(root *os.Root, name string, body io.Reader) (fileJSON, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	tmp := ".upload-" + hex.EncodeToString(b[:])
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return fileJSON{}, fmt.Errorf("upload %s: %w", name, err)
-	}
-	n, err := io.Copy(f, io.LimitReader(body, s.cfg.MaxUpload+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && n > s.cfg.MaxUpload {
-		err = &http.MaxBytesError{Limit: s.cfg.MaxUpload}
-	}
-	if err == nil {
-		if fi, lerr := root.Lstat(name); lerr == nil && fi.IsDir() {
-			err = conflict("%s is a directory in the workspace", name)
-		}
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-		return fileJSON{}, uploadError(err)
-	}
-	ct, _ := contentType(name)
-	return fileJSON{Path: name, Size: n, Modified: time.Now().UTC(), ContentType: ct}, nil
 }
 
 // handleDownload serves a workspace file: images inline (SVG under a CSP

@@ -59,7 +59,7 @@ func TestServeLoadExec(t *testing.T) {
 				body, _ := json.Marshal(map[string]any{"language": "python",
 					"code": "import os\nprint('n=' + os.environ['N'])\n",
 					"env":  map[string]string{"N": fmt.Sprint(i), loadMarkVar: mark}})
-				resp, out := ts.do(t, "POST", "/v1/exec", "", bytes.NewReader(body))
+				resp, out := ts.do(t, "POST", "/v1/exec", "", bytes.NewReader(body), "Content-Type", "application/json")
 				var res struct{ Status, Stdout string }
 				err := json.Unmarshal(out, &res)
 				if resp.StatusCode != 200 || err != nil || res.Status != "ok" || res.Stdout != fmt.Sprintf("n=%d\n", i) {

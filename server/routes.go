@@ -18,41 +18,46 @@ const (
 	kindStream                  // Server-Sent Events: no write deadline, ends with the run
 )
 
-// routes registers every route on a standard library mux.
+// routes registers every route on a standard library mux, each with the
+// body it accepts (see guard.go).
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, kind routeKind, h http.HandlerFunc) {
-		mux.Handle(pattern, s.wrap(kind, true, h))
+	api := func(pattern string, kind routeKind, body bodyKind, h http.HandlerFunc) {
+		mux.Handle(pattern, s.wrap(route{kind: kind, auth: true, body: body}, h))
 	}
-	open := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.wrap(kindPlain, false, h)) }
+	open := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.wrap(route{kind: kindPlain}, h)) }
+	page := func(pattern string, h http.HandlerFunc) {
+		mux.Handle(pattern, s.wrap(route{kind: kindPlain, page: true}, h))
+	}
 
 	open("GET /v1/health", s.handleHealth)
 	open("GET /v1/openapi.yaml", s.handleOpenAPI)
-	mux.Handle("GET /metrics", s.wrap(kindPlain, len(s.cfg.Keys) > 0, s.handleMetrics))
-	api("POST /v1/sessions", kindPlain, s.handleCreateSession)
-	api("GET /v1/sessions", kindPlain, s.handleListSessions)
-	api("GET /v1/sessions/{id}", kindPlain, s.handleGetSession)
-	api("DELETE /v1/sessions/{id}", kindPlain, s.handleDeleteSession)
-	api("GET /v1/sessions/{id}/files", kindPlain, s.handleListFiles)
-	api("POST /v1/sessions/{id}/files", kindUpload, s.handleUploadMultipart)
-	api("PUT /v1/sessions/{id}/files/{name}", kindUpload, s.handleUploadRaw)
-	api("GET /v1/sessions/{id}/files/{path...}", kindUpload, s.handleDownload)
-	api("DELETE /v1/sessions/{id}/files/{path...}", kindPlain, s.handleDeleteFile)
-	api("POST /v1/sessions/{id}/runs", kindPlain, s.handleStartRun)
-	api("GET /v1/runs/{id}", kindPlain, s.handleGetRun)
-	api("GET /v1/runs/{id}/events", kindStream, s.handleRunEvents)
-	api("POST /v1/runs/{id}/cancel", kindPlain, s.handleCancelRun)
-	api("POST /v1/exec", kindExec, s.handleExec)
+	mux.Handle("GET /metrics", s.wrap(route{kind: kindPlain, auth: len(s.cfg.Keys) > 0}, s.handleMetrics))
+	api("POST /v1/sessions", kindPlain, bodyJSON, s.handleCreateSession)
+	api("GET /v1/sessions", kindPlain, bodyNone, s.handleListSessions)
+	api("GET /v1/sessions/{id}", kindPlain, bodyNone, s.handleGetSession)
+	api("DELETE /v1/sessions/{id}", kindPlain, bodyNone, s.handleDeleteSession)
+	api("GET /v1/sessions/{id}/files", kindPlain, bodyNone, s.handleListFiles)
+	api("POST /v1/sessions/{id}/files", kindUpload, bodyMultipart, s.handleUploadMultipart)
+	api("PUT /v1/sessions/{id}/files/{name}", kindUpload, bodyRaw, s.handleUploadRaw)
+	api("GET /v1/sessions/{id}/files/{path...}", kindUpload, bodyNone, s.handleDownload)
+	api("DELETE /v1/sessions/{id}/files/{path...}", kindPlain, bodyNone, s.handleDeleteFile)
+	api("POST /v1/sessions/{id}/runs", kindPlain, bodyJSON, s.handleStartRun)
+	api("GET /v1/runs/{id}", kindPlain, bodyNone, s.handleGetRun)
+	api("GET /v1/runs/{id}/events", kindStream, bodyNone, s.handleRunEvents)
+	api("POST /v1/runs/{id}/cancel", kindPlain, bodyNone, s.handleCancelRun)
+	api("POST /v1/exec", kindExec, bodyJSON, s.handleExec)
 	if s.deps.MCP != nil {
-		// Streamable HTTP holds responses open: no write deadline.
+		// Streamable HTTP holds responses open: no write deadline. The
+		// guard checks Host and Origin here as everywhere.
 		mcp := s.deps.MCP.HandlerWithOwner(func(r *http.Request) string { return ownerOf(r.Context()) })
-		for _, method := range []string{"GET", "POST", "DELETE"} { // the streamable HTTP transport's methods
-			mux.Handle(method+" /mcp", s.wrap(kindStream, true, mcp.ServeHTTP))
-		}
+		api("POST /mcp", kindStream, bodyJSON, mcp.ServeHTTP) // the streamable HTTP transport's methods
+		api("GET /mcp", kindStream, bodyNone, mcp.ServeHTTP)
+		api("DELETE /mcp", kindStream, bodyNone, mcp.ServeHTTP)
 	}
-	open("/v1/", func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, notFound("route")) })
-	open("GET /{$}", s.handlePage)
-	open("GET /{file}", s.handleAsset)
+	mux.Handle("/v1/", s.wrap(route{kind: kindPlain, body: bodyRaw}, func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, notFound("route")) }))
+	page("GET /{$}", s.handlePage)
+	page("GET /{file}", s.handleAsset)
 	return mux
 }
 
@@ -97,8 +102,9 @@ func (s *Server) timeout(kind routeKind) time.Duration {
 }
 
 // wrap adds to h: security headers, time bounds, panic recovery, the
-// request log and metrics, and (with auth) the API key and rate limit.
-func (s *Server) wrap(kind routeKind, auth bool, h http.HandlerFunc) http.Handler {
+// request log and metrics, the guard (Host, Origin, body type), and (with
+// auth) the API key and rate limit.
+func (s *Server) wrap(rt route, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -107,10 +113,10 @@ func (s *Server) wrap(kind routeKind, auth bool, h http.HandlerFunc) http.Handle
 		hd.Set("Referrer-Policy", "no-referrer")
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("Cross-Origin-Resource-Policy", "same-origin")
-		d := s.timeout(kind)
+		d := s.timeout(rt.kind)
 		rc := http.NewResponseController(rec)
 		_ = rc.SetReadDeadline(start.Add(d))
-		if kind != kindStream {
+		if rt.kind != kindStream {
 			_ = rc.SetWriteDeadline(start.Add(d + 5*time.Second))
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
@@ -134,7 +140,11 @@ func (s *Server) wrap(kind routeKind, auth bool, h http.HandlerFunc) http.Handle
 			s.log.Info("request", "method", r.Method, "route", r.Pattern, "path", r.URL.Path, "status", status,
 				"bytes", rec.bytes, "ms", time.Since(start).Milliseconds(), "key", rec.owner, "remote", r.RemoteAddr)
 		}()
-		if auth {
+		if err := s.guard(r, rt); err != nil {
+			s.writeError(rec, r, err)
+			return
+		}
+		if rt.auth {
 			owner, err := s.auth.owner(r)
 			if err == nil {
 				rec.owner = owner

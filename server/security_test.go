@@ -2,6 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -54,9 +57,13 @@ func TestServeAuthAndKeyIsolation(t *testing.T) {
 		{"PUT", "/v1/sessions/" + a.ID + "/files/evil.csv"},
 		{"POST", "/v1/sessions/" + a.ID + "/runs"},
 	} {
-		resp, body := ts.do(t, c.method, c.path, bobToken, strings.NewReader(`{"task":"steal"}`))
+		var body io.Reader
+		if c.method == "POST" || c.method == "PUT" {
+			body = strings.NewReader(`{"task":"steal"}`)
+		}
+		resp, out := ts.do(t, c.method, c.path, bobToken, body, "Content-Type", "application/json")
 		if resp.StatusCode != http.StatusNotFound {
-			t.Errorf("bob %s %s: %d %s", c.method, c.path, resp.StatusCode, body)
+			t.Errorf("bob %s %s: %d %s", c.method, c.path, resp.StatusCode, out)
 		}
 	}
 	var run runJSON
@@ -160,7 +167,8 @@ func TestServeMalformedRequests(t *testing.T) {
 		{"POST", "/v1/sessions", `[1,2]`, "application/json", 400},
 		{"POST", "/v1/sessions/" + s.ID + "/runs", `{"task": ""}`, "application/json", 400},
 		{"POST", "/v1/sessions/" + s.ID + "/runs", `{"task": "x", "language": "cobol"}`, "application/json", 400},
-		{"POST", "/v1/sessions/" + s.ID + "/files", `not multipart`, "text/plain", 400},
+		{"POST", "/v1/sessions/" + s.ID + "/files", `not multipart`, "text/plain", 415},
+		{"POST", "/v1/exec", `{"language": "bash", "code": "true"}`, "text/plain", 415},
 		{"POST", "/v1/sessions/" + s.ID + "/files", "--b\r\nbroken", "multipart/form-data; boundary=b", 400},
 		{"GET", "/v1/sessions/not-an-id", "", "", 404},
 		{"GET", "/v1/runs/%00", "", "", 404},
@@ -176,9 +184,11 @@ func TestServeMalformedRequests(t *testing.T) {
 
 func TestServePanicBecomes500(t *testing.T) {
 	ts := newTestServer(t, testOptions{noModel: true})
-	h := ts.srv.wrap(kindPlain, false, func(http.ResponseWriter, *http.Request) { panic("boom") })
+	h := ts.srv.wrap(route{kind: kindPlain}, func(http.ResponseWriter, *http.Request) { panic("boom") })
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil))
+	req := httptest.NewRequest("GET", "http://127.0.0.1:8080/x", nil)
+	req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}))
+	h.ServeHTTP(rec, req)
 	if rec.Code != 500 || !strings.Contains(rec.Body.String(), "internal") {
 		t.Errorf("panic: %d %s", rec.Code, rec.Body)
 	}
@@ -207,7 +217,7 @@ func TestServeRateLimitAndQueue(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, _ := ts.do(t, "POST", "/v1/exec", bobToken, strings.NewReader(`{"language":"bash","code":"sleep 0.7"}`))
+			resp, _ := ts.do(t, "POST", "/v1/exec", bobToken, strings.NewReader(`{"language":"bash","code":"sleep 0.7"}`), "Content-Type", "application/json")
 			mu.Lock()
 			got[resp.StatusCode]++
 			mu.Unlock()

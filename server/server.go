@@ -34,10 +34,24 @@ type Config struct {
 	// Keys are the API keys; empty means a single anonymous owner (only
 	// sensible on a loopback address, which cmd/codeagent enforces).
 	Keys Keys
+	// AllowedHosts are names besides its own address under which clients
+	// reach the server (a reverse proxy's public name): host or host:port,
+	// a host without a port matching any port. Requests whose Host, or
+	// browser requests whose Origin, names anything else are refused (see
+	// guard.go).
+	AllowedHosts []string
 	// MaxBody bounds JSON request bodies (default 1 MiB); MaxExecBody the
 	// body of /v1/exec with its files (default 16 MiB); MaxUpload one
 	// uploaded file (default 100 MiB).
 	MaxBody, MaxExecBody, MaxUpload int64
+	// MaxUploadFiles bounds the files of one upload request (default
+	// 100); SessionMaxBytes and SessionMaxFiles a session's workspace: the
+	// total size of its files and the number of its entries (default
+	// 1 GiB and 10 000). Uploads beyond them are refused with 413 and
+	// store nothing.
+	MaxUploadFiles  int
+	SessionMaxBytes int64
+	SessionMaxFiles int
 	// Workers is how many executions run at once (default 2 × CPUs);
 	// QueueLength how many more may wait (default 4 × Workers). A full
 	// queue answers 429 with Retry-After.
@@ -62,6 +76,34 @@ type Config struct {
 	Warm int
 }
 
+// The defaults of the upload cap and the session quotas.
+const (
+	DefaultMaxUploadFiles  = 100
+	DefaultSessionMaxBytes = 1 << 30
+	DefaultSessionMaxFiles = 10000
+)
+
+// Validate checks what withDefaults cannot repair: negative sizes and
+// counts, and allowed hosts that are not host[:port].
+func (c Config) Validate() error {
+	for _, v := range []struct {
+		name string
+		v    int64
+	}{{"MaxBody", c.MaxBody}, {"MaxExecBody", c.MaxExecBody}, {"MaxUpload", c.MaxUpload},
+		{"MaxUploadFiles", int64(c.MaxUploadFiles)}, {"SessionMaxBytes", c.SessionMaxBytes},
+		{"SessionMaxFiles", int64(c.SessionMaxFiles)}, {"Workers", int64(c.Workers)}, {"QueueLength", int64(c.QueueLength)}} {
+		if v.v < 0 {
+			return fmt.Errorf("server: %s must not be negative", v.name)
+		}
+	}
+	for _, h := range c.AllowedHosts {
+		if err := validAllowedHost(h); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
+	return nil
+}
+
 // MaxLimits are the default caps of ExecMaxLimits.
 func MaxLimits() sandbox.Limits { return mcpserver.MaxLimits() }
 
@@ -74,6 +116,13 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxBody, 1<<20)
 	def(&c.MaxExecBody, 16<<20)
 	def(&c.MaxUpload, 100<<20)
+	def(&c.SessionMaxBytes, DefaultSessionMaxBytes)
+	if c.MaxUploadFiles <= 0 {
+		c.MaxUploadFiles = DefaultMaxUploadFiles
+	}
+	if c.SessionMaxFiles <= 0 {
+		c.SessionMaxFiles = DefaultSessionMaxFiles
+	}
 	if c.Workers <= 0 {
 		c.Workers = 2 * runtime.NumCPU()
 	}
@@ -123,17 +172,19 @@ type Deps struct {
 
 // Server serves the API and the page. Create it with New.
 type Server struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	auth     *authenticator
-	queue    *Queue
-	metrics  *Metrics
-	runs     *runRegistry
-	checker  *safety.Checker
-	ownChk   bool
-	closeChk sync.Once
-	handler  http.Handler
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	auth    *authenticator
+	queue   *Queue
+	metrics *Metrics
+	runs    *runRegistry
+	// uploadLocks gives each session's uploads their turn (quotas).
+	uploadLocks sessionLocks
+	checker     *safety.Checker
+	ownChk      bool
+	closeChk    sync.Once
+	handler     http.Handler
 
 	// ctx is cancelled by Shutdown; runs derive from it.
 	ctx      context.Context
@@ -149,6 +200,9 @@ type Server struct {
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Store == nil || deps.Sandbox == nil {
 		return nil, errors.New("server: a store and a sandbox are required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	log := deps.Logger

@@ -41,6 +41,7 @@ type testOptions struct {
 	replies []llmtest.Reply
 	warm    int
 	mcp     bool // serve MCP at /mcp
+	mcpCfg  mcpserver.Config
 }
 
 func newTestServer(t testing.TB, o testOptions) *testServer {
@@ -67,7 +68,8 @@ func newTestServer(t testing.TB, o testOptions) *testServer {
 		deps.Model = &cfg
 	}
 	if o.mcp {
-		m, err := mcpserver.New(mcpserver.Config{WorkDir: t.TempDir()}, mcpserver.Deps{Sandbox: sb, Store: st, Logger: deps.Logger})
+		o.mcpCfg.WorkDir = t.TempDir()
+		m, err := mcpserver.New(o.mcpCfg, mcpserver.Deps{Sandbox: sb, Store: st, Logger: deps.Logger})
 		if err != nil {
 			t.Fatal(err)
 		}

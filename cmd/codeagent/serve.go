@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/codeagent/codeagent/llm"
@@ -23,9 +24,13 @@ const envAPIKeys = "CODEAGENT_API_KEYS"
 // serveOptions are the inputs of `codeagent serve`.
 type serveOptions struct {
 	Addr            string
+	AllowedHosts    []string
 	DataDir         string
 	KeysFile        string
 	MaxUpload       int64
+	MaxUploadFiles  int
+	SessionMaxBytes int64
+	SessionMaxFiles int
 	Workers         int
 	Queue           int
 	Rate            float64
@@ -43,11 +48,23 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 		fmt.Fprintln(s.err, "usage: codeagent serve [flags]\n\nServe the HTTP API (/v1, described at /v1/openapi.yaml) and the web page (/).\nAPI keys (name:token) come from --keys-file and "+envAPIKeys+"; without keys the\nserver listens only on a loopback address.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20}
+	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20, SessionMaxBytes: server.DefaultSessionMaxBytes}
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.Func("allowed-hosts", "names besides its address under which clients reach the server, e.g. a reverse proxy's\n"+
+		"public name: host or host:port, comma-separated; other Host and Origin headers are refused", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				o.AllowedHosts = append(o.AllowedHosts, h)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.KeysFile, "keys-file", "", "API keys: one name:token per line, or JSON {\"name\": \"token\"}")
 	fs.Var(sizeFlag{&o.MaxUpload}, "max-upload", "largest uploaded file (default 100MiB)")
+	fs.IntVar(&o.MaxUploadFiles, "max-upload-files", server.DefaultMaxUploadFiles, "most files in one upload request")
+	fs.Var(sizeFlag{&o.SessionMaxBytes}, "session-max-size", "largest total size of a session's workspace, API and MCP (default 1GiB)")
+	fs.IntVar(&o.SessionMaxFiles, "session-max-files", server.DefaultSessionMaxFiles, "most files and directories in a session's workspace, API and MCP")
 	fs.IntVar(&o.Workers, "workers", 0, "executions at once (default 2 × CPUs)")
 	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
 	fs.Float64Var(&o.Rate, "rate", 20, "requests per second per API key (bursts of 5 s)")
@@ -129,6 +146,12 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	if err != nil {
 		return err
 	}
+	scfg := server.Config{DataDir: dataDir, Keys: keys, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
+		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
+		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm}
+	if err := scfg.Validate(); err != nil {
+		return usageError{err}
+	}
 	deps := server.Deps{Logger: logger}
 	if cfg, err := o.Provider.resolve(o.Getenv); err != nil {
 		deps.ModelError = err.Error()
@@ -152,15 +175,15 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	}
 	defer sb.Close() // removes the sandboxes started ahead
 	deps.Store, deps.Sandbox = st, sb
-	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version}, mcpserver.Deps{Sandbox: sb, Store: st,
+	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version, SessionMaxBytes: o.SessionMaxBytes,
+		SessionMaxFiles: o.SessionMaxFiles}, mcpserver.Deps{Sandbox: sb, Store: st,
 		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer mcpSrv.Close() // before sb.Close: its sessions' workspaces and runs go first
 	deps.MCP = mcpSrv
-	srv, err := server.New(server.Config{DataDir: dataDir, Keys: keys, MaxUpload: o.MaxUpload, Workers: o.Workers,
-		QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm}, deps)
+	srv, err := server.New(scfg, deps)
 	if err != nil {
 		return err
 	}

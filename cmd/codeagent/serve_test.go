@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,6 +34,16 @@ func TestServeRefusesNonLoopbackWithoutKeys(t *testing.T) {
 		code, _, stderr := runCLI(t, "", "serve", "--addr", addr)
 		if code != exitUsage || !strings.Contains(stderr, "without API keys") {
 			t.Errorf("%s: exit %d, %s", addr, code, stderr)
+		}
+	}
+}
+
+func TestServeRejectsBadAllowedHosts(t *testing.T) {
+	t.Setenv(envAPIKeys, "")
+	for _, h := range []string{"http://codeagent.example", "*.example", "example.com/x"} {
+		code, _, stderr := runCLI(t, "", "serve", "--allowed-hosts", h, "--data-dir", t.TempDir())
+		if code != exitUsage || !strings.Contains(stderr, "allowed host") {
+			t.Errorf("%s: exit %d, %s", h, code, stderr)
 		}
 	}
 }
@@ -70,7 +82,8 @@ func TestServeStartsAnswersAndStops(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "0.0.0.0:0", "--keys-file", keys, "--data-dir", t.TempDir()},
+		done <- run(ctx, []string{"serve", "--addr", "0.0.0.0:0", "--keys-file", keys, "--data-dir", t.TempDir(),
+			"--allowed-hosts", "codeagent.example, proxy.internal:9000", "--max-upload-files", "2", "--session-max-files", "2"},
 			stdio{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &stderr})
 	}()
 	addrRE := regexp.MustCompile(`listening on http://\S+:(\d+)`)
@@ -94,13 +107,73 @@ func TestServeStartsAnswersAndStops(t *testing.T) {
 		t.Fatalf("sessions without a key: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	req, _ := http.NewRequest("POST", base+"/v1/exec", strings.NewReader(`{"language":"python","code":"print(6*7)"}`))
-	req.Header.Set("Authorization", "Bearer ci-token-0123456789abcdef")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("exec: %v %v", resp, err)
+	// A DNS-rebinding name, a foreign page, a form body: refused before
+	// the key is even looked at; the configured names and curl pass.
+	for _, c := range []struct {
+		host, origin, ct string
+		want             int
+	}{
+		{"evil.example:" + port, "", "application/json", http.StatusMisdirectedRequest},
+		{"proxy.internal:9001", "", "application/json", http.StatusMisdirectedRequest},
+		{"", "http://evil.example", "application/json", http.StatusForbidden},
+		{"", "", "text/plain", http.StatusUnsupportedMediaType},
+		{"codeagent.example", "https://codeagent.example", "application/json", 200},
+		{"proxy.internal:9000", "", "application/json", 200},
+		{"", "", "application/json", 200},
+	} {
+		req, _ := http.NewRequest("POST", base+"/v1/exec", strings.NewReader(`{"language":"python","code":"print(6*7)"}`))
+		req.Header.Set("Authorization", "Bearer ci-token-0123456789abcdef")
+		req.Header.Set("Content-Type", c.ct)
+		if c.host != "" {
+			req.Host = c.host
+		}
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != c.want {
+			t.Fatalf("exec %+v: %v %v", c, resp, err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
+	// The upload caps of the flags: 2 files per request, 2 per session.
+	send := func(method, path, ct string, body io.Reader) (int, string) {
+		req, _ := http.NewRequest(method, base+path, body)
+		req.Header.Set("Authorization", "Bearer ci-token-0123456789abcdef")
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, b := send("POST", "/v1/sessions", "application/json", strings.NewReader(`{"name": "caps"}`))
+	id := regexp.MustCompile(`"id":"([0-9a-f]+)"`).FindStringSubmatch(b)
+	if code != 201 || id == nil {
+		t.Fatalf("session: %d %s", code, b)
+	}
+	files := func(names ...string) (io.Reader, string) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		for _, n := range names {
+			w, _ := mw.CreateFormFile("file", n)
+			io.WriteString(w, "x")
+		}
+		mw.Close()
+		return &buf, mw.FormDataContentType()
+	}
+	fp := "/v1/sessions/" + id[1] + "/files"
+	for _, c := range []struct {
+		names []string
+		want  int
+	}{{[]string{"a", "b", "c"}, 413}, {[]string{"a", "b"}, 201}, {[]string{"c"}, 413}} {
+		body, ct := files(c.names...)
+		if code, b := send("POST", fp, ct, body); code != c.want {
+			t.Errorf("upload %v: %d %s, want %d", c.names, code, b, c.want)
+		}
+	}
 	cancel()
 	select {
 	case code := <-done:
