@@ -14,6 +14,7 @@ import (
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/workspace"
 )
 
 // maxProgramSize bounds the program file that exec accepts.
@@ -86,6 +87,16 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		}
 	}
 	limits = limits.Overlay(o.Limits)
+	// The workspace first: a refused --workdir is said before the sandbox
+	// starts.
+	ws, err := workspace.New(o.Workdir)
+	if err != nil {
+		if o.Workdir != "" {
+			err = usageError{err}
+		}
+		return sandbox.Result{}, err
+	}
+	defer ws.Close()
 	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)})
 	if errors.Is(err, backends.ErrUnknown) {
 		return sandbox.Result{}, usageError{err}
@@ -94,11 +105,6 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		return sandbox.Result{}, err
 	}
 	defer sb.Close()
-	ws, cleanup, err := prepareWorkspace(o.Workdir)
-	if err != nil {
-		return sandbox.Result{}, err
-	}
-	defer cleanup()
 
 	progPath := "/code/" + programName(o.File, language)
 	env := map[string]string{}
@@ -110,7 +116,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	}
 	spec := sandbox.Spec{
 		Command:   language.Command(progPath),
-		Workspace: ws,
+		Workspace: ws.Dir,
 		Files:     []sandbox.File{{Path: progPath, Data: code}},
 		Env:       env,
 		Limits:    limits,
@@ -170,26 +176,6 @@ func programName(file string, l lang.Language) string {
 		return base
 	}
 	return "main" + l.Ext
-}
-
-// prepareWorkspace returns the workspace directory and a function that
-// removes it when it is temporary.
-func prepareWorkspace(dir string) (string, func(), error) {
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "codeagent-ws-")
-		if err != nil {
-			return "", nil, fmt.Errorf("create workspace: %w", err)
-		}
-		return tmp, func() { _ = os.RemoveAll(tmp) }, nil
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", nil, usagef("workspace: %w", err)
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", nil, usagef("workspace: %w", err)
-	}
-	return abs, func() {}, nil
 }
 
 // execExit prints the outcome and returns the exit status.

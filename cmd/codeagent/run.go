@@ -157,9 +157,6 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sess != nil {
-		o.Workdir = sess.Workspace
-	}
 	var testCode string
 	if o.TestFile != "" {
 		b, err := readSmallFile(o.TestFile, maxTestFile)
@@ -168,7 +165,18 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		}
 		testCode = string(b)
 	}
-	ws, err := workspace.New(o.Workdir)
+	if o.Out != "" {
+		// Refused early too: a link planted in --out would cost a whole run.
+		if err := workspace.CheckDir(o.Out); err != nil {
+			return nil, usagef("--out %s: %w", o.Out, err)
+		}
+	}
+	var ws *workspace.Workspace
+	if sess != nil {
+		ws, err = openSessionWorkspace(dataDir, sess.Name)
+	} else {
+		ws, err = workspace.New(o.Workdir)
+	}
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -60,7 +58,7 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 	if len(o.Names) != n {
 		return usagef("sessions %s takes %d name(s)", o.Verb, n)
 	}
-	st, _, err := openDataStore(ctx, o.DataDir)
+	st, dataDir, err := openDataStore(ctx, o.DataDir)
 	if err != nil {
 		return err
 	}
@@ -90,7 +88,7 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 		if err := st.DeleteSession(ctx, sess.Name); err != nil {
 			return err
 		}
-		if err := os.RemoveAll(filepath.Dir(sess.Workspace)); err != nil {
+		if err := removeSessionDir(dataDir, sess.Name); err != nil {
 			return fmt.Errorf("remove workspace: %w", err)
 		}
 		fmt.Fprintf(s.out, "removed session %s\n", sess.Name)
@@ -100,20 +98,12 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 	if err != nil {
 		return err
 	}
-	sessions, err := st.Sessions(ctx)
-	if err != nil {
-		return err
-	}
 	names, err := st.PruneSessions(ctx, time.Now().Add(-age))
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		for _, x := range sessions {
-			if x.Name == n {
-				_ = os.RemoveAll(filepath.Dir(x.Workspace))
-			}
-		}
+		_ = removeSessionDir(dataDir, n)
 		fmt.Fprintf(s.out, "removed session %s\n", n)
 	}
 	return nil
