@@ -14,6 +14,7 @@ import (
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/termtext"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -122,12 +123,29 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		Limits:    limits,
 	}
 	if !o.JSON {
-		spec.Stdout, spec.Stderr = s.out, s.err
+		// Like python3's, exec's output is often piped into another
+		// program: it passes raw, and is escaped only for a terminal.
+		out, flush := liveOutput(s.out)
+		defer flush()
+		errOut, flushErr := liveOutput(s.err)
+		defer flushErr()
+		spec.Stdout, spec.Stderr = out, errOut
 	}
 	if o.File != "-" {
 		spec.Stdin = s.in
 	}
 	return sb.Run(ctx, spec)
+}
+
+// liveOutput is where a program's live output goes: w itself, or an
+// escaping writer when w is a terminal, so that the program cannot drive
+// the terminal (clipboard writes, cursor moves, a forged verdict line).
+func liveOutput(w io.Writer) (io.Writer, func()) {
+	if !termtext.IsTerminal(w) {
+		return w, func() {}
+	}
+	tw := termtext.NewWriter(w)
+	return tw, func() { _ = tw.Flush() }
 }
 
 func readProgram(o execOptions, stdin io.Reader) ([]byte, lang.Language, error) {
@@ -195,19 +213,19 @@ func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(res.JSON())
 		if err != nil {
-			fmt.Fprintf(s.err, "codeagent: %v\n", err)
+			printErr(s.err, "%v", err)
 		}
 		return code
 	}
 	if err != nil {
-		fmt.Fprintf(s.err, "codeagent: %v\n", err)
+		printErr(s.err, "%v", err)
 		return code
 	}
 	if res.StdoutTruncated || res.StderrTruncated {
 		fmt.Fprintln(s.err, "codeagent: output truncated at the output limit")
 	}
 	if res.Message != "" && res.Status != sandbox.StatusOK && res.Status != sandbox.StatusError {
-		fmt.Fprintf(s.err, "codeagent: %s\n", res.Message)
+		printErr(s.err, "%s", res.Message)
 	}
 	return code
 }

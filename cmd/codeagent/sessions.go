@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/termtext"
 )
 
 func cmdSessions(ctx context.Context, s stdio, args []string) int {
@@ -75,7 +76,7 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 		tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tTURNS\tLAST USED\tWORKSPACE")
 		for _, x := range list {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", x.Name, x.Turns, x.UpdatedAt.Format(time.DateTime), x.Workspace)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", termtext.Name(x.Name), x.Turns, x.UpdatedAt.Format(time.DateTime), termtext.Name(x.Workspace))
 		}
 		return tw.Flush()
 	case "show":
@@ -91,7 +92,7 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 		if err := removeSessionDir(dataDir, sess.Name); err != nil {
 			return fmt.Errorf("remove workspace: %w", err)
 		}
-		fmt.Fprintf(s.out, "removed session %s\n", sess.Name)
+		fmt.Fprintf(s.out, "removed session %s\n", termtext.Name(sess.Name))
 		return nil
 	}
 	age, err := parseAge(o.OlderThan)
@@ -104,7 +105,7 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 	}
 	for _, n := range names {
 		_ = removeSessionDir(dataDir, n)
-		fmt.Fprintf(s.out, "removed session %s\n", n)
+		fmt.Fprintf(s.out, "removed session %s\n", termtext.Name(n))
 	}
 	return nil
 }
@@ -146,11 +147,11 @@ func showSession(ctx context.Context, w io.Writer, st *store.Store, name string,
 	if asJSON {
 		return writeJSON(w, map[string]any{"session": sess, "turns": turns})
 	}
-	fmt.Fprintf(w, "session %s (workspace %s)\n", sess.Name, sess.Workspace)
+	fmt.Fprintf(w, "session %s (workspace %s)\n", termtext.Name(sess.Name), termtext.Name(sess.Workspace))
 	for _, t := range turns {
-		fmt.Fprintf(w, "\nturn %d · %s · %d attempt(s) · %s\n  task: %s\n", t.Seq, t.Status, t.Attempts, t.StartedAt.Format(time.DateTime), t.Task)
+		fmt.Fprintf(w, "\nturn %d · %s · %d attempt(s) · %s\n  task: %s\n", t.Seq, t.Status, t.Attempts, t.StartedAt.Format(time.DateTime), termtext.Name(t.Task))
 		for _, a := range t.Artifacts {
-			fmt.Fprintf(w, "  artifact: %s (%d bytes)\n", a.Path, a.Size)
+			fmt.Fprintf(w, "  artifact: %s (%d bytes)\n", termtext.Name(a.Path), a.Size)
 		}
 	}
 	return nil
