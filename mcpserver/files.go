@@ -7,11 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -159,25 +157,13 @@ func imageType(name string) string {
 }
 
 // readRegular reads the regular file rel inside dir, never following a
-// link out of it or blocking on a FIFO, up to max bytes.
+// link at any component or blocking on a FIFO, up to max bytes.
 func readRegular(dir, rel string, max int64) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := (&workspace.Workspace{Dir: dir}).OpenRegular(rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
 	if fi.Size() > max {
 		return nil, fmt.Errorf("the file is larger than %s", sandbox.FormatSize(max))
 	}

@@ -130,14 +130,19 @@ func (s *Server) workspace(st *sessionState) (*workspace.Workspace, error) {
 		return nil, errors.New("the MCP session has ended")
 	}
 	if st.ws == nil {
-		if err := os.MkdirAll(s.cfg.WorkDir, 0o755); err != nil {
-			return nil, fmt.Errorf("workspace: %w", err)
-		}
-		dir, err := os.MkdirTemp(s.cfg.WorkDir, "codeagent-mcp-")
+		// The work directory may lie where an earlier program could have
+		// planted a link: it is resolved as a user's workspace path is,
+		// and the session's directory is made beneath it without
+		// following one.
+		base, err := workspace.MkdirAll(s.cfg.WorkDir, 0o755)
 		if err != nil {
-			return nil, fmt.Errorf("workspace: %w", err)
+			return nil, fmt.Errorf("work directory %s: %w", s.cfg.WorkDir, err)
 		}
-		st.ws = &workspace.Workspace{Dir: dir}
+		ws, err := workspace.NewTemp(base, "codeagent-mcp-")
+		if err != nil {
+			return nil, err
+		}
+		st.ws = ws
 	}
 	return st.ws, nil
 }

@@ -67,6 +67,13 @@ func resolveNoForeignLinks(abs string, depth int) (string, error) {
 			return "", fmt.Errorf("%w: %s -> %s (made by uid %d, not root); give the directory's real path if you trust it",
 				ErrSymlinkInPath, next, target, ownerOf(st))
 		}
+		// A root-owned link inside a workspace may still be a program's:
+		// programs of a root codeagent can be host root, and a backend
+		// that copies a workspace back creates the links it finds as root.
+		if ws, in := insideWorkspace(cur); in {
+			return "", fmt.Errorf("%w: %s -> %s is inside %s, where codeagent ran programs that could have made it; give the directory's real path if you trust it",
+				ErrSymlinkInPath, next, target, ws)
+		}
 		if depth >= 40 {
 			return "", fmt.Errorf("too many levels of symbolic links at %s", next)
 		}

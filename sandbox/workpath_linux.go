@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,4 +51,39 @@ func openNoFollowWalk(path string) (int, error) {
 		fd = next
 	}
 	return fd, nil
+}
+
+// workspaceMark is the extended attribute that codeagent, run as root, puts
+// on each directory it uses as a workspace. Setting or removing a trusted.*
+// attribute needs CAP_SYS_ADMIN on the host, which no sandboxed program
+// has, so a program can neither forge nor remove the mark.
+const workspaceMark = "trusted.codeagent.workspace"
+
+// MarkWorkspace marks dir as a directory that sandboxed programs write in,
+// so that ResolveWorkspace refuses symbolic links inside it even when they
+// belong to root. It does nothing unless codeagent runs as root (programs
+// of another user make links owned by that user, which are refused
+// anyway); a file system without trusted attributes makes it fail, and the
+// caller may go on without the mark.
+func MarkWorkspace(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if err := unix.Lsetxattr(dir, workspaceMark, []byte("1"), 0); err != nil {
+		return fmt.Errorf("mark workspace %s: %w", dir, err)
+	}
+	return nil
+}
+
+// insideWorkspace reports whether the link-free directory dir, or one of
+// its ancestors, is marked as a workspace, and which.
+func insideWorkspace(dir string) (string, bool) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := unix.Lgetxattr(d, workspaceMark, nil); err == nil {
+			return d, true
+		}
+		if d == "/" || d == "." {
+			return "", false
+		}
+	}
 }

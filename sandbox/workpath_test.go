@@ -57,3 +57,37 @@ func TestResolveWorkspaceRefusesPlantedLinks(t *testing.T) {
 		t.Fatal("a missing workspace resolved")
 	}
 }
+
+func TestResolveWorkspaceRefusesRootLinksInsideWorkspaces(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("marks are for a root codeagent, whose programs can make root-owned links")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, ws := filepath.Join(base, "host"), filepath.Join(base, "ws")
+	for _, d := range []string{host, ws, filepath.Join(ws, "sub")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Root-owned links, as a program of a root codeagent leaves them.
+	for _, l := range []string{filepath.Join(ws, "data"), filepath.Join(ws, "sub", "data"), filepath.Join(base, "system")} {
+		if err := os.Symlink(host, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := MarkWorkspace(ws); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(ws, "data"), filepath.Join(ws, "sub", "data")} {
+		if got, err := ResolveWorkspace(p); !errors.Is(err, ErrSymlinkInPath) {
+			t.Errorf("ResolveWorkspace(%s) = %q, %v; want a symlink error", p, got, err)
+		}
+	}
+	// Outside a workspace a root-owned link is the system's layout.
+	if got, err := ResolveWorkspace(filepath.Join(base, "system")); err != nil || got != host {
+		t.Errorf("ResolveWorkspace(system link) = %q, %v; want %s", got, err, host)
+	}
+}

@@ -126,7 +126,7 @@ func (s *Server) runAgent(ctx context.Context, r *run, o store.OwnedSession, req
 	if err != nil {
 		return nil, err
 	}
-	ws, err := workspace.New(s.workspaceDir(o.Owner, o.ID))
+	ws, err := s.sessionWorkspace(o.Owner, o.ID)
 	if err != nil {
 		return nil, err
 	}

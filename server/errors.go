@@ -71,6 +71,10 @@ func classify(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: err.Error()}
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
+	case errors.Is(err, sandbox.ErrSymlinkInPath):
+		// The full error, with the server's paths, goes to the log only.
+		return &apiError{Status: http.StatusConflict, Code: "symlink_refused",
+			Message: "a directory on the way to the workspace is a symbolic link that codeagent did not make, and it does not follow it (the server log has the path)"}
 	case errors.As(err, &se):
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "sandbox_unavailable", Message: se.Error()}
 	case errors.Is(err, context.DeadlineExceeded):
@@ -85,7 +89,7 @@ func classify(err error) *apiError {
 // are logged, never shown.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
-	if ae.Status >= 500 {
+	if ae.Status >= 500 || ae.Code == "symlink_refused" {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
 	}
 	if ae.RetryAfter > 0 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -180,13 +179,18 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.endExec()
-	dir, err := os.MkdirTemp("", "codeagent-exec-")
+	tmp, err := workspace.TempDir()
 	if err != nil {
-		s.writeError(w, r, fmt.Errorf("create workspace: %w", err))
+		s.writeError(w, r, err)
 		return
 	}
-	defer os.RemoveAll(dir)
-	ws := &workspace.Workspace{Dir: dir}
+	ws, err := workspace.NewTemp(tmp, "codeagent-exec-")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer ws.Close()
+	dir := ws.Dir
 	for name, data := range req.Files {
 		if err := ws.WriteFile(name, []byte(data)); err != nil {
 			s.writeError(w, r, err)

@@ -79,15 +79,15 @@ func (s *Server) sessionRoot(r *http.Request, write bool) (*os.Root, string, err
 	if write && s.runs.activeIn(o.ID) != "" {
 		return nil, "", conflict("a run is using the session's workspace; wait for it or cancel it")
 	}
-	dir := s.workspaceDir(o.Owner, o.ID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, "", fmt.Errorf("workspace: %w", err)
+	ws, err := s.sessionWorkspace(o.Owner, o.ID)
+	if err != nil {
+		return nil, "", err
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := os.OpenRoot(ws.Dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("workspace: %w", err)
 	}
-	return root, dir, nil
+	return root, ws.Dir, nil
 }
 
 func (s *Server) handleListFiles(w http.ResponseWriter, r *http.Request) {
@@ -224,23 +224,20 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	root, _, err := s.sessionRoot(r, false)
+	root, dir, err := s.sessionRoot(r, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer root.Close()
-	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	root.Close()
+	// No link is followed at any component of p: what is served is a
+	// regular file the program left in the workspace itself.
+	f, fi, err := (&workspace.Workspace{Dir: dir}).OpenRegular(p)
 	if err != nil {
 		s.writeError(w, r, notFound("file"))
 		return
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		s.writeError(w, r, notFound("file"))
-		return
-	}
 	ct, inline := contentType(p)
 	disp := "attachment"
 	if inline && r.URL.Query().Get("download") == "" {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/workspace"
 )
 
 // Config is how a Server behaves. Zero fields take the defaults.
@@ -205,6 +207,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	// Resolved once ("" is the working directory): the sessions'
+	// workspaces are created beneath it without following links.
+	dataDir, err := workspace.MkdirAll(cfg.DataDir, 0o700)
+	if err != nil {
+		return nil, fmt.Errorf("server: data directory %s: %w", cfg.DataDir, err)
+	}
+	cfg.DataDir = dataDir
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -232,7 +241,19 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // workspaceDir is where an owner's session keeps its files.
 func (s *Server) workspaceDir(owner, id string) string {
-	return filepath.Join(s.cfg.DataDir, "server", owner, id, "workspace")
+	return filepath.Join(s.cfg.DataDir, s.workspaceRel(owner, id))
+}
+
+func (s *Server) workspaceRel(owner, id string) string {
+	return path.Join("server", owner, id, "workspace")
+}
+
+// sessionWorkspace creates or opens a session's workspace beneath the data
+// directory without following any link: each component is the server's
+// own, so a link there was planted (by a program whose workspace held the
+// data directory) and is refused.
+func (s *Server) sessionWorkspace(owner, id string) (*workspace.Workspace, error) {
+	return workspace.NewBeneath(s.cfg.DataDir, s.workspaceRel(owner, id))
 }
 
 // Shutdown cancels the runs under way and waits, until ctx ends, for them

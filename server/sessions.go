@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"time"
 
@@ -71,7 +71,7 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := os.MkdirAll(o.Workspace, 0o700); err != nil {
+	if _, err := s.sessionWorkspace(owner, o.ID); err != nil {
 		_ = s.deps.Store.DeleteOwnedSession(context.WithoutCancel(r.Context()), owner, o.ID)
 		s.writeError(w, r, fmt.Errorf("create workspace: %w", err))
 		return
@@ -132,9 +132,21 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// The workspace's parent is the session's own directory.
-	if err := os.RemoveAll(filepath.Dir(s.workspaceDir(o.Owner, o.ID))); err != nil {
+	// The workspace's parent is the session's own directory, removed
+	// through a root at the data directory: never through a link out of it.
+	if err := removeBeneath(s.cfg.DataDir, path.Dir(s.workspaceRel(o.Owner, o.ID))); err != nil {
 		s.log.Warn("remove session directory", "session", o.ID, "err", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// removeBeneath removes rel and what it holds beneath dir, never following
+// a link out of dir.
+func removeBeneath(dir, rel string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.RemoveAll(rel)
 }

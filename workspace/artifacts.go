@@ -9,6 +9,8 @@ import (
 	"path"
 	"sort"
 	"syscall"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // Limits bound walking a workspace and collecting its artifacts. Zero
@@ -173,24 +175,28 @@ func (w *Workspace) Changes(before Snapshot, lim Limits, exclude func(rel string
 
 // CopyOut copies the artifacts into the host directory dst (created if
 // missing), keeping their relative paths, and returns the paths copied.
-// Sources are opened inside the workspace without following links and must
-// still be regular files; destinations are created inside dst without
-// following links; at most maxTotal bytes are copied (0: the default).
+// Sources are opened inside the workspace and must still be regular files.
+// dst is resolved once, refusing a symbolic link a program could have made
+// (dst may lie inside the workspace: the program can replace it with a link
+// to a host directory), and everything below it is created through its
+// descriptor without following any link, so an artifact never lands outside
+// dst. At most maxTotal bytes are copied (0: the default).
 func (w *Workspace) CopyOut(arts []Artifact, dst string, maxTotal int64) ([]string, error) {
 	if maxTotal <= 0 {
 		maxTotal = DefaultLimits().MaxTotal
 	}
-	src, err := os.OpenRoot(w.Dir)
+	src, err := sandbox.OpenWorkspace(w.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		return nil, err
 	}
 	defer src.Close()
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return nil, fmt.Errorf("output directory: %w", err)
-	}
-	out, err := os.OpenRoot(dst)
+	outDir, err := MkdirAll(dst, 0o755)
 	if err != nil {
-		return nil, fmt.Errorf("output directory: %w", err)
+		return nil, fmt.Errorf("output directory %s: %w", dst, err)
+	}
+	out, err := sandbox.OpenWorkspace(outDir)
+	if err != nil {
+		return nil, fmt.Errorf("output directory %s: %w", dst, err)
 	}
 	defer out.Close()
 	var copied []string
@@ -208,7 +214,8 @@ func (w *Workspace) CopyOut(arts []Artifact, dst string, maxTotal int64) ([]stri
 	return copied, errors.Join(errs...)
 }
 
-func copyOne(src, dst *os.Root, rel string, left int64) (int64, error) {
+// copyOne copies rel from the directory src to the directory dst.
+func copyOne(src, dst *os.File, rel string, left int64) (int64, error) {
 	if err := validRel(rel); err != nil {
 		return 0, err
 	}
@@ -221,15 +228,30 @@ func copyOne(src, dst *os.Root, rel string, left int64) (int64, error) {
 		return 0, fmt.Errorf("over the size limit for artifacts")
 	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := dst.MkdirAll(dir, 0o755); err != nil {
+		d, err := mkdirAt(dst, dir, 0o755)
+		if err != nil {
 			return 0, err
 		}
+		d.Close()
 	}
-	if old, err := dst.Lstat(rel); err == nil && !old.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s exists in the output directory and is not a regular file", rel)
-	}
-	out, err := dst.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	// O_NOFOLLOW refuses a link as the last component, O_NONBLOCK keeps a
+	// FIFO from blocking, and the type is checked before anything is
+	// truncated.
+	out, err := openBeneath(dst, rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
+		return 0, err
+	}
+	defer out.Close()
+	ofi, err := out.Stat()
+	switch {
+	case err != nil:
+		return 0, err
+	case !ofi.Mode().IsRegular():
+		return 0, fmt.Errorf("%s exists in the output directory and is not a regular file", rel)
+	case os.SameFile(fi, ofi):
+		return fi.Size(), nil // the output directory is the workspace itself
+	}
+	if err := out.Truncate(0); err != nil {
 		return 0, err
 	}
 	n, err := io.Copy(out, io.LimitReader(in, left))

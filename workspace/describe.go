@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // Describe options: how many files are listed, how many first lines of each
@@ -40,7 +42,7 @@ func (w *Workspace) Describe(exclude func(rel string) bool) string {
 		return ""
 	}
 	sort.Strings(paths)
-	root, err := os.OpenRoot(w.Dir)
+	root, err := sandbox.OpenWorkspace(w.Dir)
 	if err != nil {
 		return ""
 	}
@@ -63,7 +65,7 @@ func (w *Workspace) Describe(exclude func(rel string) bool) string {
 
 // firstLines reads the start of rel and returns up to describeLines lines,
 // each cut to describeLineLen characters.
-func firstLines(root *os.Root, rel string) []string {
+func firstLines(root *os.File, rel string) []string {
 	f, _, err := openRegular(root, rel)
 	if err != nil {
 		return nil

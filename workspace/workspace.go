@@ -20,6 +20,8 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // Workspace is one directory on the host, mounted into the sandbox.
@@ -30,30 +32,56 @@ type Workspace struct {
 }
 
 // New returns the workspace at dir, created if missing, or a fresh
-// temporary directory when dir is "" (removed by Close).
+// temporary directory when dir is "" (removed by Close). A component of dir
+// that is a symbolic link a program could have made is refused (see
+// MkdirAll): a link left by an earlier run would mount a host directory.
 func New(dir string) (*Workspace, error) {
 	if dir == "" {
-		tmp, err := os.MkdirTemp("", "codeagent-ws-")
+		base, err := TempDir()
 		if err != nil {
 			return nil, fmt.Errorf("create workspace: %w", err)
 		}
-		return &Workspace{Dir: tmp, temp: true}, nil
+		return NewTemp(base, "codeagent-ws-")
 	}
-	abs, err := filepath.Abs(dir)
+	abs, err := MkdirAll(dir, 0o755)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	return marked(&Workspace{Dir: abs})
+}
+
+// NewBeneath returns the workspace at the relative path rel beneath the
+// link-free directory base (a data directory), created without following
+// any link: every component is codeagent's own, so that a program cannot
+// redirect a session's workspace by replacing one of them.
+func NewBeneath(base, rel string) (*Workspace, error) {
+	dir, err := MkdirBeneath(base, rel, 0o700)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
-	}
-	fi, err := os.Stat(abs)
+	return marked(&Workspace{Dir: dir})
+}
+
+// NewTemp creates a workspace with a fresh name starting with prefix in the
+// link-free directory base; Close removes it.
+func NewTemp(base, prefix string) (*Workspace, error) {
+	dir, err := MkdirTemp(base, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		return nil, fmt.Errorf("create workspace: %w", err)
 	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("workspace: %s is not a directory", abs)
+	return marked(&Workspace{Dir: dir, temp: true})
+}
+
+// marked marks w's directory as a workspace (see sandbox.MarkWorkspace); a
+// file system without trusted attributes goes without the mark.
+func marked(w *Workspace) (*Workspace, error) {
+	if err := sandbox.MarkWorkspace(w.Dir); err != nil && !errors.Is(err, syscall.ENOTSUP) {
+		if w.temp {
+			_ = os.RemoveAll(w.Dir)
+		}
+		return nil, err
 	}
-	return &Workspace{Dir: abs}, nil
+	return w, nil
 }
 
 // Temporary reports whether Close removes the directory.
@@ -159,11 +187,21 @@ func (w *Workspace) CopyIn(src string, maxSize int64) (string, error) {
 	return name, out.Close()
 }
 
-// openRegular opens rel inside root for reading only if it is a regular
-// file: the final component is not followed, a FIFO does not block the open,
-// and the type is checked on the descriptor.
-func openRegular(root *os.Root, rel string) (*os.File, os.FileInfo, error) {
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// OpenRegular opens the regular file rel (slash-separated) in the
+// workspace for reading. No symbolic link is followed at any component, a
+// FIFO does not block the open, and the type is checked on the descriptor.
+func (w *Workspace) OpenRegular(rel string) (*os.File, os.FileInfo, error) {
+	d, err := sandbox.OpenWorkspace(w.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.Close()
+	return openRegular(d, rel)
+}
+
+// openRegular opens rel beneath the directory d as OpenRegular does.
+func openRegular(d *os.File, rel string) (*os.File, os.FileInfo, error) {
+	f, err := openBeneath(d, rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}

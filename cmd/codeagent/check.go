@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/codeagent/codeagent/safety"
+	"github.com/codeagent/codeagent/termtext"
 )
 
 // checkOptions are the inputs of codeagent check.
@@ -165,12 +166,12 @@ func readSource(name string) ([]byte, error) {
 func printCheck(w io.Writer, r checkResult) {
 	for _, f := range r.Files {
 		for _, fi := range f.Findings {
-			fmt.Fprintf(w, "%s:%d:%d %s %s\n", f.File, fi.Line, fi.Column, fi.Rule, fi.Message)
+			fmt.Fprintf(w, "%s:%d:%d %s %s\n", termtext.Name(f.File), fi.Line, fi.Column, fi.Rule, termtext.Name(fi.Message))
 			if fi.Text != "" {
-				fmt.Fprintf(w, "    code: %s\n", fi.Text)
+				fmt.Fprintf(w, "    code: %s\n", termtext.Name(fi.Text))
 			}
 			if fi.Hint != "" {
-				fmt.Fprintf(w, "    hint: %s\n", fi.Hint)
+				fmt.Fprintf(w, "    hint: %s\n", termtext.Name(fi.Hint))
 			}
 		}
 	}

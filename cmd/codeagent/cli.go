@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/codeagent/codeagent/workspace"
 )
 
 // stdio is the process's standard streams, injected so that commands can be tested.
@@ -44,6 +46,24 @@ func commands() []command {
 
 var version = "dev"
 
+// startsSandboxes are the commands that start sandboxes: their backends,
+// workspaces and MCP sessions keep directories in $TMPDIR.
+var startsSandboxes = map[string]bool{"exec": true, "run": true, "eval": true, "mcp": true, "serve": true}
+
+// resolveTempDir refuses a $TMPDIR through a symbolic link that a program
+// could have planted (an earlier run's workspace holding it), and points
+// $TMPDIR at the link-free path, so that nothing below follows a link.
+func resolveTempDir() error {
+	dir, err := workspace.TempDir()
+	if err != nil {
+		return usagef("$TMPDIR: %w", err)
+	}
+	if dir != os.TempDir() {
+		return os.Setenv("TMPDIR", dir)
+	}
+	return nil
+}
+
 // run dispatches args to a subcommand and returns the process exit code.
 func run(ctx context.Context, args []string, s stdio) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -55,6 +75,11 @@ func run(ctx context.Context, args []string, s stdio) int {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
+			if startsSandboxes[c.name] {
+				if err := resolveTempDir(); err != nil {
+					return exitCodeFor(s.err, err)
+				}
+			}
 			return c.run(ctx, s, args[1:])
 		}
 	}

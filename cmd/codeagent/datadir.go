@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/workspace"
 )
 
 // dataDirFlag registers --data-dir: where sessions and the store live.
@@ -15,23 +17,31 @@ func dataDirFlag(fs *flag.FlagSet) *string {
 	return fs.String("data-dir", "", "data directory (default $XDG_DATA_HOME/codeagent or ~/.local/share/codeagent)")
 }
 
-// resolveDataDir applies the default to the --data-dir value.
+// resolveDataDir applies the default to the --data-dir value and returns
+// the directory's link-free path, created if missing. A symbolic link in
+// its path that a program could have made is refused: the store and the
+// sessions' workspaces would land wherever it points.
 func resolveDataDir(dir string, getenv func(string) string) (string, error) {
-	if dir != "" {
-		return filepath.Abs(dir)
-	}
-	if x := getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "codeagent"), nil
-	}
-	home := getenv("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", usagef("no data directory: set --data-dir or HOME")
+	if dir == "" {
+		if x := getenv("XDG_DATA_HOME"); x != "" {
+			dir = filepath.Join(x, "codeagent")
+		} else {
+			home := getenv("HOME")
+			if home == "" {
+				h, err := os.UserHomeDir()
+				if err != nil {
+					return "", usagef("no data directory: set --data-dir or HOME")
+				}
+				home = h
+			}
+			dir = filepath.Join(home, ".local", "share", "codeagent")
 		}
-		home = h
 	}
-	return filepath.Join(home, ".local", "share", "codeagent"), nil
+	resolved, err := workspace.MkdirAll(dir, 0o700)
+	if err != nil {
+		return "", usagef("data directory %s: %w", dir, err)
+	}
+	return resolved, nil
 }
 
 // openStore opens the store of a data directory.
@@ -61,5 +71,30 @@ func checkSessionName(name string) error {
 
 // sessionWorkspace is the workspace directory of a session.
 func sessionWorkspace(dataDir, name string) string {
-	return filepath.Join(dataDir, "sessions", name, "workspace")
+	return filepath.Join(dataDir, sessionWorkspaceRel(name))
+}
+
+// sessionWorkspaceRel is a session's workspace relative to the data
+// directory.
+func sessionWorkspaceRel(name string) string { return "sessions/" + name + "/workspace" }
+
+// openSessionWorkspace creates or opens a session's workspace beneath the
+// data directory without following any link: a program that ran with the
+// data directory in its workspace could have replaced a component.
+func openSessionWorkspace(dataDir, name string) (*workspace.Workspace, error) {
+	return workspace.NewBeneath(dataDir, sessionWorkspaceRel(name))
+}
+
+// removeSessionDir removes a session's directory (its workspace's parent)
+// beneath the data directory, never through a link out of it.
+func removeSessionDir(dataDir, name string) error {
+	if err := checkSessionName(name); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dataDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.RemoveAll(path.Join("sessions", name))
 }

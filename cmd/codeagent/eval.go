@@ -95,7 +95,7 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	err = runEval(ctx, o, cfg, s)
 	var setup *sandbox.SetupError
 	if errors.As(err, &setup) {
-		fmt.Fprintf(s.err, "codeagent: %v\n", err)
+		printErr(s.err, "%v", err)
 		return exitSandbox
 	}
 	return exitCodeFor(s.err, err)

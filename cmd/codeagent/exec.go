@@ -14,6 +14,8 @@ import (
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/termtext"
+	"github.com/codeagent/codeagent/workspace"
 )
 
 // maxProgramSize bounds the program file that exec accepts.
@@ -86,6 +88,16 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		}
 	}
 	limits = limits.Overlay(o.Limits)
+	// The workspace first: a refused --workdir is said before the sandbox
+	// starts.
+	ws, err := workspace.New(o.Workdir)
+	if err != nil {
+		if o.Workdir != "" {
+			err = usageError{err}
+		}
+		return sandbox.Result{}, err
+	}
+	defer ws.Close()
 	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)})
 	if errors.Is(err, backends.ErrUnknown) {
 		return sandbox.Result{}, usageError{err}
@@ -94,11 +106,6 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		return sandbox.Result{}, err
 	}
 	defer sb.Close()
-	ws, cleanup, err := prepareWorkspace(o.Workdir)
-	if err != nil {
-		return sandbox.Result{}, err
-	}
-	defer cleanup()
 
 	progPath := "/code/" + programName(o.File, language)
 	env := map[string]string{}
@@ -110,18 +117,35 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	}
 	spec := sandbox.Spec{
 		Command:   language.Command(progPath),
-		Workspace: ws,
+		Workspace: ws.Dir,
 		Files:     []sandbox.File{{Path: progPath, Data: code}},
 		Env:       env,
 		Limits:    limits,
 	}
 	if !o.JSON {
-		spec.Stdout, spec.Stderr = s.out, s.err
+		// Like python3's, exec's output is often piped into another
+		// program: it passes raw, and is escaped only for a terminal.
+		out, flush := liveOutput(s.out)
+		defer flush()
+		errOut, flushErr := liveOutput(s.err)
+		defer flushErr()
+		spec.Stdout, spec.Stderr = out, errOut
 	}
 	if o.File != "-" {
 		spec.Stdin = s.in
 	}
 	return sb.Run(ctx, spec)
+}
+
+// liveOutput is where a program's live output goes: w itself, or an
+// escaping writer when w is a terminal, so that the program cannot drive
+// the terminal (clipboard writes, cursor moves, a forged verdict line).
+func liveOutput(w io.Writer) (io.Writer, func()) {
+	if !termtext.IsTerminal(w) {
+		return w, func() {}
+	}
+	tw := termtext.NewWriter(w)
+	return tw, func() { _ = tw.Flush() }
 }
 
 func readProgram(o execOptions, stdin io.Reader) ([]byte, lang.Language, error) {
@@ -172,26 +196,6 @@ func programName(file string, l lang.Language) string {
 	return "main" + l.Ext
 }
 
-// prepareWorkspace returns the workspace directory and a function that
-// removes it when it is temporary.
-func prepareWorkspace(dir string) (string, func(), error) {
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "codeagent-ws-")
-		if err != nil {
-			return "", nil, fmt.Errorf("create workspace: %w", err)
-		}
-		return tmp, func() { _ = os.RemoveAll(tmp) }, nil
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", nil, usagef("workspace: %w", err)
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", nil, usagef("workspace: %w", err)
-	}
-	return abs, func() {}, nil
-}
-
 // execExit prints the outcome and returns the exit status.
 func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
 	code := res.ExitStatus()
@@ -209,19 +213,19 @@ func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(res.JSON())
 		if err != nil {
-			fmt.Fprintf(s.err, "codeagent: %v\n", err)
+			printErr(s.err, "%v", err)
 		}
 		return code
 	}
 	if err != nil {
-		fmt.Fprintf(s.err, "codeagent: %v\n", err)
+		printErr(s.err, "%v", err)
 		return code
 	}
 	if res.StdoutTruncated || res.StderrTruncated {
 		fmt.Fprintln(s.err, "codeagent: output truncated at the output limit")
 	}
 	if res.Message != "" && res.Status != sandbox.StatusOK && res.Status != sandbox.StatusError {
-		fmt.Fprintf(s.err, "codeagent: %s\n", res.Message)
+		printErr(s.err, "%s", res.Message)
 	}
 	return code
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/codeagent/codeagent/termtext"
 )
 
 // Exit codes: the one place where outcomes become process exit statuses.
@@ -31,7 +34,7 @@ func exitCodeFor(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(w, "codeagent: %v\n", err)
+	printErr(w, "%v", err)
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -40,4 +43,16 @@ func exitCodeFor(w io.Writer, err error) int {
 		return exitProvider
 	}
 	return exitFailure
+}
+
+// printErr prints a message of codeagent's on w, each of its lines after
+// "codeagent: " and escaped (see termtext.Name), so that a file name or
+// model text in it can neither drive the terminal nor start a line that
+// looks like codeagent's own output.
+func printErr(w io.Writer, format string, a ...any) {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(fmt.Sprintf(format, a...), "\n"), "\n") {
+		b.WriteString("codeagent: " + termtext.Name(line) + "\n")
+	}
+	io.WriteString(w, b.String())
 }

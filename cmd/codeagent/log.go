@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/termtext"
 )
 
 func cmdLog(ctx context.Context, s stdio, args []string) int {
@@ -65,7 +66,8 @@ func runLog(ctx context.Context, s stdio, dataDir, session string, asJSON, verif
 		if len(data) > 100 {
 			data = data[:100] + "…"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.DateTime), r.Session, shortID(r.RunID), r.Kind, data)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.DateTime), termtext.Name(r.Session),
+			termtext.Name(shortID(r.RunID)), termtext.Name(r.Kind), termtext.Name(data))
 	}
 	return tw.Flush()
 }

@@ -52,7 +52,7 @@ func cmdMCP(ctx context.Context, s stdio, args []string) int {
 	if err := serveMCP(ctx, o, s); err != nil {
 		var setup *sandbox.SetupError
 		if errors.As(err, &setup) {
-			fmt.Fprintf(s.err, "codeagent: %v\n", err)
+			printErr(s.err, "%v", err)
 			return exitSandbox
 		}
 		return exitCodeFor(s.err, err)

@@ -7,11 +7,14 @@ import (
 	"sync"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/termtext"
 )
 
 // progress renders the agent's events as live progress lines on a
 // terminal: one line per attempt, growing as it goes
-// ("attempt 2/5 · checking · running · verifying ✓").
+// ("attempt 2/5 · checking · running · verifying ✓"). What the program or
+// the model wrote (a traceback's last line, a verdict) is escaped by
+// termtext.
 type progress struct {
 	mu   sync.Mutex
 	w    io.Writer
@@ -82,7 +85,7 @@ func (p *progress) Event(e agent.Event) {
 		if e.Success != nil && *e.Success {
 			s = fmt.Sprintf("done: success after %d attempt(s) in %.1fs\n", e.Attempt, float64(e.DurationMS)/1000)
 		} else {
-			s = fmt.Sprintf("done: failed after %d attempt(s): %s\n", e.Attempt, e.Message)
+			s = fmt.Sprintf("done: failed after %d attempt(s): %s\n", e.Attempt, termtext.Name(e.Message))
 		}
 	}
 	io.WriteString(p.w, s)
@@ -133,9 +136,9 @@ func (p *progress) failed(class agent.ErrorClass, detail string) string {
 		detail = string(r[:100]) + "..."
 	}
 	if detail != "" {
-		return fmt.Sprintf(" ✗ %s: %s\n", class, detail)
+		return fmt.Sprintf(" ✗ %s: %s\n", termtext.Name(string(class)), termtext.Name(detail))
 	}
-	return fmt.Sprintf(" ✗ %s\n", class)
+	return fmt.Sprintf(" ✗ %s\n", termtext.Name(string(class)))
 }
 
 func (p *progress) endLine() {

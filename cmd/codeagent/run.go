@@ -19,6 +19,7 @@ import (
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/termtext"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -157,9 +158,6 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sess != nil {
-		o.Workdir = sess.Workspace
-	}
 	var testCode string
 	if o.TestFile != "" {
 		b, err := readSmallFile(o.TestFile, maxTestFile)
@@ -168,7 +166,18 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		}
 		testCode = string(b)
 	}
-	ws, err := workspace.New(o.Workdir)
+	if o.Out != "" {
+		// Refused early too: a link planted in --out would cost a whole run.
+		if err := workspace.CheckDir(o.Out); err != nil {
+			return nil, usagef("--out %s: %w", o.Out, err)
+		}
+	}
+	var ws *workspace.Workspace
+	if sess != nil {
+		ws, err = openSessionWorkspace(dataDir, sess.Name)
+	} else {
+		ws, err = workspace.New(o.Workdir)
+	}
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -257,7 +266,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 			}
 		}
 		if _, cerr := ws.CopyOut(arts, o.Out, 0); cerr != nil {
-			fmt.Fprintf(s.err, "codeagent: copying to %s: %v\n", o.Out, cerr)
+			printErr(s.err, "copying to %s: %v", o.Out, cerr)
 		}
 	}
 	return res, err
@@ -294,15 +303,8 @@ func runObservers(o runOptions, s stdio) (agent.Observer, func(), error) {
 	return agent.Observers(obs...), closeFn, nil
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool { return termtext.IsTerminal(w) }
 
 func readSmallFile(name string, max int64) ([]byte, error) {
 	f, err := os.Open(name)
@@ -337,30 +339,34 @@ func runExit(s stdio, o runOptions, res *agent.Result, err error) int {
 	var setup *sandbox.SetupError
 	switch {
 	case errors.As(err, &setup):
-		fmt.Fprintf(s.err, "codeagent: %v\n", err)
+		printErr(s.err, "%v", err)
 		return exitSandbox
 	case err != nil:
 		return exitCodeFor(s.err, err)
 	case !res.Success:
-		fmt.Fprintf(s.err, "codeagent: %s\n", res.Message)
+		printErr(s.err, "%s", res.Message)
 		return exitFailure
 	}
 	return exitOK
 }
 
 // printRun is the human form of the outcome: the code, the program's
-// output and the artifacts.
+// output and the artifacts. Everything in it that the model or the program
+// chose is escaped (see termtext): the output keeps its lines, a name is
+// one line, so neither can drive a terminal or forge codeagent's lines.
 func printRun(w io.Writer, res *agent.Result, o runOptions) {
 	var b strings.Builder
 	if res.Code != "" {
-		fmt.Fprintf(&b, "── code ──\n%s", res.Code)
-		if !strings.HasSuffix(res.Code, "\n") {
+		code := termtext.Text(res.Code)
+		fmt.Fprintf(&b, "── code ──\n%s", code)
+		if !strings.HasSuffix(code, "\n") {
 			b.WriteString("\n")
 		}
 	}
 	b.WriteString("── output ──\n")
-	b.WriteString(res.Output)
-	if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+	output := termtext.Text(res.Output)
+	b.WriteString(output)
+	if output != "" && !strings.HasSuffix(output, "\n") {
 		b.WriteString("\n")
 	}
 	b.WriteString("── artifacts ──\n")
@@ -368,13 +374,13 @@ func printRun(w io.Writer, res *agent.Result, o runOptions) {
 		b.WriteString("(none)\n")
 	}
 	for _, a := range res.Artifacts {
-		fmt.Fprintf(&b, "%s (%s, %s)\n", a.Path, sandbox.FormatSize(a.Size), a.Change)
+		fmt.Fprintf(&b, "%s (%s, %s)\n", termtext.Name(a.Path), sandbox.FormatSize(a.Size), a.Change)
 	}
 	for _, sk := range res.Skipped {
-		fmt.Fprintf(&b, "skipped %s: %s\n", sk.Path, sk.Reason)
+		fmt.Fprintf(&b, "skipped %s: %s\n", termtext.Name(sk.Path), termtext.Name(sk.Reason))
 	}
 	if o.Out != "" {
-		fmt.Fprintf(&b, "copied to %s\n", o.Out)
+		fmt.Fprintf(&b, "copied to %s\n", termtext.Name(o.Out))
 	}
 	status := "failed"
 	if res.Success {

@@ -83,7 +83,7 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	if err := serve(ctx, o, s); err != nil {
 		var setup *sandbox.SetupError
 		if errors.As(err, &setup) {
-			fmt.Fprintf(s.err, "codeagent: %v\n", err)
+			printErr(s.err, "%v", err)
 			return exitSandbox
 		}
 		return exitCodeFor(s.err, err)

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/termtext"
 )
 
 func cmdSessions(ctx context.Context, s stdio, args []string) int {
@@ -60,7 +59,7 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 	if len(o.Names) != n {
 		return usagef("sessions %s takes %d name(s)", o.Verb, n)
 	}
-	st, _, err := openDataStore(ctx, o.DataDir)
+	st, dataDir, err := openDataStore(ctx, o.DataDir)
 	if err != nil {
 		return err
 	}
@@ -77,7 +76,7 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 		tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tTURNS\tLAST USED\tWORKSPACE")
 		for _, x := range list {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", x.Name, x.Turns, x.UpdatedAt.Format(time.DateTime), x.Workspace)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", termtext.Name(x.Name), x.Turns, x.UpdatedAt.Format(time.DateTime), termtext.Name(x.Workspace))
 		}
 		return tw.Flush()
 	case "show":
@@ -90,17 +89,13 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 		if err := st.DeleteSession(ctx, sess.Name); err != nil {
 			return err
 		}
-		if err := os.RemoveAll(filepath.Dir(sess.Workspace)); err != nil {
+		if err := removeSessionDir(dataDir, sess.Name); err != nil {
 			return fmt.Errorf("remove workspace: %w", err)
 		}
-		fmt.Fprintf(s.out, "removed session %s\n", sess.Name)
+		fmt.Fprintf(s.out, "removed session %s\n", termtext.Name(sess.Name))
 		return nil
 	}
 	age, err := parseAge(o.OlderThan)
-	if err != nil {
-		return err
-	}
-	sessions, err := st.Sessions(ctx)
 	if err != nil {
 		return err
 	}
@@ -109,12 +104,8 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 		return err
 	}
 	for _, n := range names {
-		for _, x := range sessions {
-			if x.Name == n {
-				_ = os.RemoveAll(filepath.Dir(x.Workspace))
-			}
-		}
-		fmt.Fprintf(s.out, "removed session %s\n", n)
+		_ = removeSessionDir(dataDir, n)
+		fmt.Fprintf(s.out, "removed session %s\n", termtext.Name(n))
 	}
 	return nil
 }
@@ -156,11 +147,11 @@ func showSession(ctx context.Context, w io.Writer, st *store.Store, name string,
 	if asJSON {
 		return writeJSON(w, map[string]any{"session": sess, "turns": turns})
 	}
-	fmt.Fprintf(w, "session %s (workspace %s)\n", sess.Name, sess.Workspace)
+	fmt.Fprintf(w, "session %s (workspace %s)\n", termtext.Name(sess.Name), termtext.Name(sess.Workspace))
 	for _, t := range turns {
-		fmt.Fprintf(w, "\nturn %d · %s · %d attempt(s) · %s\n  task: %s\n", t.Seq, t.Status, t.Attempts, t.StartedAt.Format(time.DateTime), t.Task)
+		fmt.Fprintf(w, "\nturn %d · %s · %d attempt(s) · %s\n  task: %s\n", t.Seq, t.Status, t.Attempts, t.StartedAt.Format(time.DateTime), termtext.Name(t.Task))
 		for _, a := range t.Artifacts {
-			fmt.Fprintf(w, "  artifact: %s (%d bytes)\n", a.Path, a.Size)
+			fmt.Fprintf(w, "  artifact: %s (%d bytes)\n", termtext.Name(a.Path), a.Size)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/termtext"
 )
 
 func cmdStats(ctx context.Context, s stdio, args []string) int {
@@ -61,7 +62,7 @@ func runStats(ctx context.Context, s stdio, dataDir, session string, asJSON bool
 }
 
 func printStats(w io.Writer, x store.Stats) {
-	fmt.Fprintf(w, "session %s\n", x.Session)
+	fmt.Fprintf(w, "session %s\n", termtext.Name(x.Session))
 	fmt.Fprintf(w, "  tasks:              %d (%d succeeded, %.0f%%)\n", x.Turns, x.Succeeded, 100*x.OverallSuccesses)
 	fmt.Fprintf(w, "  first-try success:  %.0f%% (%d)\n", 100*x.FirstTrySuccess, x.FirstTry)
 	fmt.Fprintf(w, "  attempts per task:  %.2f\n", x.AttemptsPerTurn)
