@@ -10,7 +10,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
