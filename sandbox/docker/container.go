@@ -28,8 +28,8 @@ const (
 )
 
 // class is what a container fixes at creation: the limits that the engine
-// enforces (memory, processes, /tmp size, CPUs) and the image. Executions
-// with the same class can share a pool.
+// enforces (memory, processes, /tmp size, CPU quota) and the image.
+// Executions with the same class can share a pool.
 type class struct {
 	Image     string
 	Memory    int64
@@ -40,7 +40,7 @@ type class struct {
 
 func classOf(lim sandbox.Limits, cfg Config) class {
 	lim = lim.WithDefaults()
-	return class{Image: cfg.Image, Memory: lim.Memory, Processes: lim.Processes, Disk: lim.Disk, CPUs: cfg.CPUs}
+	return class{Image: cfg.Image, Memory: lim.Memory, Processes: lim.Processes, Disk: lim.Disk, CPUs: lim.CPUs}
 }
 
 func (c class) key() string {

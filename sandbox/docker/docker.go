@@ -53,8 +53,6 @@ type Config struct {
 	// CheckInterval is how often idle containers are checked and crashed
 	// ones replaced; default 10 seconds.
 	CheckInterval time.Duration
-	// CPUs is the CPU quota of each container, in CPUs; default 1.
-	CPUs float64
 	// StateDir holds the staging directories; default os.TempDir().
 	StateDir string
 	// Logger receives debug and warning messages; nil discards them.
@@ -89,9 +87,6 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if cfg.CheckInterval <= 0 {
 		cfg.CheckInterval = 10 * time.Second
-	}
-	if cfg.CPUs <= 0 {
-		cfg.CPUs = 1
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = os.TempDir()
