@@ -115,12 +115,14 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		NetworkDisabled: true,
 		Labels:          b.labels(),
 	}
-	resp, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc})
-	if err != nil {
+	var tcp int64
+	if b.v1 {
+		tcp = tcpLimit(c.Memory)
+	}
+	if bx.id, err = b.createContainer(ctx, cfg, hc, tcp); err != nil {
 		_ = removeTree(dir)
 		return nil, fmt.Errorf("create container: %w", err)
 	}
-	bx.id = resp.ID
 	if _, err := b.cli.ContainerStart(ctx, bx.id, client.ContainerStartOptions{}); err != nil {
 		b.destroy(bx)
 		return nil, fmt.Errorf("start container: %w", err)
@@ -130,6 +132,14 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 			bx.cg = cg
 		} else {
 			b.log.Debug("docker: container cgroup not visible; using the API", "err", err)
+		}
+	}
+	if b.v1 {
+		if err := checkTCPLimit(bx.cg, tcp); err != nil && !b.cfg.AllowWeakIsolation {
+			b.destroy(bx)
+			return nil, err
+		} else if err != nil {
+			b.weakOnce.Do(func() { b.log.Warn("docker: socket buffers are not limited (weak isolation accepted)", "err", err) })
 		}
 	}
 	return bx, nil

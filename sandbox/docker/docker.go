@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -53,6 +54,9 @@ type Config struct {
 	// CheckInterval is how often idle containers are checked and crashed
 	// ones replaced; default 10 seconds.
 	CheckInterval time.Duration
+	// AllowWeakIsolation runs programs even where a limit cannot be
+	// enforced: on cgroup v1 without root, socket buffers are not limited.
+	AllowWeakIsolation bool
 	// StateDir holds the staging directories; default os.TempDir().
 	StateDir string
 	// Logger receives debug and warning messages; nil discards them.
@@ -66,8 +70,11 @@ type Backend struct {
 	cli   *client.Client
 	user  string // uid:gid inside the container
 	chown int    // uid to give staged files, or -1
+	v1    bool   // the engine uses cgroup v1, where socket memory needs its own limit
 	owner string // io.codeagent.owner of everything this backend creates
 	pool  *pool
+
+	weakOnce sync.Once // warns once of weak isolation
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -117,6 +124,10 @@ func New(cfg Config) (*Backend, error) {
 		b.user, b.chown = "1000:1000", 1000
 	} else {
 		b.user = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+	}
+	if b.v1, err = socketMemoryCharged(ctx, cli, cfg.Host); err != nil {
+		_ = cli.Close()
+		return nil, &sandbox.SetupError{Reason: "socket memory", Err: err}
 	}
 	if n, err := b.sweep(ctx); err != nil {
 		log.Warn("docker: removing leftovers of earlier runs", "err", err)
