@@ -65,6 +65,8 @@ type box struct {
 	class    class
 	created  time.Time
 	cg       cgroupFiles // empty when the engine is not local
+
+	ran, handedBack bool // a program ran; handBack opened up what it left
 }
 
 // createBox creates and starts a container of class c running `sleep
@@ -98,6 +100,8 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: bx.ws, Target: sandbox.WorkspacePath},
 			{Type: mount.TypeBind, Source: bx.code, Target: CodePath, ReadOnly: true},
+			{Type: mount.TypeBind, Source: b.pool.passwd, Target: "/etc/passwd", ReadOnly: true},
+			{Type: mount.TypeBind, Source: b.pool.group, Target: "/etc/group", ReadOnly: true},
 		},
 		Resources: container.Resources{
 			Memory:     c.Memory,
@@ -145,8 +149,10 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 	return bx, nil
 }
 
-// prepareDirs makes the box's host directories: the workspace owned by the
-// container's user, the code directory readable by it.
+// prepareDirs makes the box's host directories: the code directory
+// readable by the container's user, the workspace writable by it (owned by
+// it when codeagent is root, else open to all: the box directory above it
+// is private to codeagent, and the container reaches it through its mount).
 func (b *Backend) prepareDirs(bx *box) error {
 	if err := os.Mkdir(bx.ws, 0o755); err != nil {
 		return fmt.Errorf("create staging directory: %w", err)
@@ -154,10 +160,14 @@ func (b *Backend) prepareDirs(bx *box) error {
 	if err := os.Mkdir(bx.code, 0o755); err != nil {
 		return fmt.Errorf("create code directory: %w", err)
 	}
-	if b.chown >= 0 {
-		if err := os.Chown(bx.ws, b.chown, b.chown); err != nil {
-			return fmt.Errorf("chown staging directory: %w", err)
-		}
+	var err error
+	if b.root {
+		err = os.Chown(bx.ws, b.cfg.HostUID, b.cfg.HostUID)
+	} else {
+		err = os.Chmod(bx.ws, 0o777)
+	}
+	if err != nil {
+		return fmt.Errorf("prepare staging directory: %w", err)
 	}
 	return nil
 }
@@ -175,6 +185,14 @@ func (b *Backend) labels() map[string]string {
 // destroy removes a box's container and directories. It is synchronous;
 // callers run it in the background.
 func (b *Backend) destroy(bx *box) {
+	if bx.id != "" && bx.ran && !bx.handedBack && !b.root {
+		// A run that failed midway: what the program left must still
+		// become removable by codeagent.
+		_ = b.kill(bx)
+		if _, err := b.handBack(bx, true); err != nil {
+			b.log.Warn("docker: open up a staging directory for removal", "id", short(bx.id), "err", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	if bx.id != "" {
