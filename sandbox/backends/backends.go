@@ -15,7 +15,8 @@ import (
 
 // Options configure whichever backend is opened.
 type Options struct {
-	// AllowWeakIsolation accepts rlimits where cgroups are missing.
+	// AllowWeakIsolation accepts rlimits where cgroups are missing, and for
+	// docker, socket buffers without a limit on cgroup v1 without root.
 	AllowWeakIsolation bool
 	// Warm is how many sandboxes to start ahead; 0 for a single execution.
 	// For docker it is the number of idle containers per limits class.
@@ -45,7 +46,8 @@ func Open(name string, opts Options) (sandbox.Sandbox, error) {
 		}
 		return b, nil
 	case "docker":
-		b, err := docker.New(docker.Config{Image: opts.Image, Host: opts.DockerHost, Warm: opts.Warm, Logger: opts.Logger})
+		b, err := docker.New(docker.Config{Image: opts.Image, Host: opts.DockerHost, Warm: opts.Warm, Logger: opts.Logger,
+			AllowWeakIsolation: opts.AllowWeakIsolation})
 		if err != nil {
 			return nil, err
 		}

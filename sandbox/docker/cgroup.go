@@ -117,7 +117,9 @@ func (c cgroupFiles) oomKills() int64 {
 	return readKey(filepath.Join(c.memory, file), "oom_kill")
 }
 
-// usage returns CPU time and peak memory, zero where unknown.
+// usage returns CPU time and peak memory, zero where unknown. On v1 the
+// peak adds that of socket buffers, a counter of their own there: a bound
+// from above of the peak of both together.
 func (c cgroupFiles) usage() (time.Duration, int64) {
 	var cpu time.Duration
 	var peak int64
@@ -135,7 +137,8 @@ func (c cgroupFiles) usage() (time.Duration, int64) {
 		cpu = time.Duration(max(readInt(filepath.Join(c.cpu, "cpuacct.usage")), 0))
 	}
 	if c.memory != "" {
-		peak = max(readInt(filepath.Join(c.memory, "memory.max_usage_in_bytes")), 0)
+		peak = max(readInt(filepath.Join(c.memory, "memory.max_usage_in_bytes")), 0) +
+			max(readInt(filepath.Join(c.memory, "memory.kmem.tcp.max_usage_in_bytes")), 0)
 	}
 	return cpu, peak
 }

@@ -28,8 +28,8 @@ const (
 )
 
 // class is what a container fixes at creation: the limits that the engine
-// enforces (memory, processes, /tmp size, CPUs) and the image. Executions
-// with the same class can share a pool.
+// enforces (memory, processes, /tmp size, CPU quota) and the image.
+// Executions with the same class can share a pool.
 type class struct {
 	Image     string
 	Memory    int64
@@ -40,7 +40,7 @@ type class struct {
 
 func classOf(lim sandbox.Limits, cfg Config) class {
 	lim = lim.WithDefaults()
-	return class{Image: cfg.Image, Memory: lim.Memory, Processes: lim.Processes, Disk: lim.Disk, CPUs: cfg.CPUs}
+	return class{Image: cfg.Image, Memory: lim.Memory, Processes: lim.Processes, Disk: lim.Disk, CPUs: lim.CPUs}
 }
 
 func (c class) key() string {
@@ -65,6 +65,8 @@ type box struct {
 	class    class
 	created  time.Time
 	cg       cgroupFiles // empty when the engine is not local
+
+	ran, handedBack bool // a program ran; handBack opened up what it left
 }
 
 // createBox creates and starts a container of class c running `sleep
@@ -98,6 +100,8 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: bx.ws, Target: sandbox.WorkspacePath},
 			{Type: mount.TypeBind, Source: bx.code, Target: CodePath, ReadOnly: true},
+			{Type: mount.TypeBind, Source: b.pool.passwd, Target: "/etc/passwd", ReadOnly: true},
+			{Type: mount.TypeBind, Source: b.pool.group, Target: "/etc/group", ReadOnly: true},
 		},
 		Resources: container.Resources{
 			Memory:     c.Memory,
@@ -115,12 +119,14 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		NetworkDisabled: true,
 		Labels:          b.labels(),
 	}
-	resp, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc})
-	if err != nil {
+	var tcp int64
+	if b.v1 {
+		tcp = tcpLimit(c.Memory)
+	}
+	if bx.id, err = b.createContainer(ctx, cfg, hc, tcp); err != nil {
 		_ = removeTree(dir)
 		return nil, fmt.Errorf("create container: %w", err)
 	}
-	bx.id = resp.ID
 	if _, err := b.cli.ContainerStart(ctx, bx.id, client.ContainerStartOptions{}); err != nil {
 		b.destroy(bx)
 		return nil, fmt.Errorf("start container: %w", err)
@@ -132,11 +138,21 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 			b.log.Debug("docker: container cgroup not visible; using the API", "err", err)
 		}
 	}
+	if b.v1 {
+		if err := checkTCPLimit(bx.cg, tcp); err != nil && !b.cfg.AllowWeakIsolation {
+			b.destroy(bx)
+			return nil, err
+		} else if err != nil {
+			b.weakOnce.Do(func() { b.log.Warn("docker: socket buffers are not limited (weak isolation accepted)", "err", err) })
+		}
+	}
 	return bx, nil
 }
 
-// prepareDirs makes the box's host directories: the workspace owned by the
-// container's user, the code directory readable by it.
+// prepareDirs makes the box's host directories: the code directory
+// readable by the container's user, the workspace writable by it (owned by
+// it when codeagent is root, else open to all: the box directory above it
+// is private to codeagent, and the container reaches it through its mount).
 func (b *Backend) prepareDirs(bx *box) error {
 	if err := os.Mkdir(bx.ws, 0o755); err != nil {
 		return fmt.Errorf("create staging directory: %w", err)
@@ -144,10 +160,14 @@ func (b *Backend) prepareDirs(bx *box) error {
 	if err := os.Mkdir(bx.code, 0o755); err != nil {
 		return fmt.Errorf("create code directory: %w", err)
 	}
-	if b.chown >= 0 {
-		if err := os.Chown(bx.ws, b.chown, b.chown); err != nil {
-			return fmt.Errorf("chown staging directory: %w", err)
-		}
+	var err error
+	if b.root {
+		err = os.Chown(bx.ws, b.cfg.HostUID, b.cfg.HostUID)
+	} else {
+		err = os.Chmod(bx.ws, 0o777)
+	}
+	if err != nil {
+		return fmt.Errorf("prepare staging directory: %w", err)
 	}
 	return nil
 }
@@ -165,6 +185,14 @@ func (b *Backend) labels() map[string]string {
 // destroy removes a box's container and directories. It is synchronous;
 // callers run it in the background.
 func (b *Backend) destroy(bx *box) {
+	if bx.id != "" && bx.ran && !bx.handedBack && !b.root {
+		// A run that failed midway: what the program left must still
+		// become removable by codeagent.
+		_ = b.kill(bx)
+		if _, err := b.handBack(bx, true); err != nil {
+			b.log.Warn("docker: open up a staging directory for removal", "id", short(bx.id), "err", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	if bx.id != "" {

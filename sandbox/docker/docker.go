@@ -1,7 +1,9 @@
 // Package docker is codeagent's second sandbox backend: one Docker container
 // per execution, created through the Docker Engine API, with no network, a
-// read-only root, a size-limited /tmp, memory, CPU and process limits, no
-// capabilities, no-new-privileges and the engine's default seccomp profile.
+// read-only root, a size-limited /tmp, memory (socket buffers included), CPU
+// and process limits, no capabilities, no-new-privileges, a uid no host
+// account uses, and the engine's default seccomp profile with allow lists
+// for socket families, the native ABI and file modes.
 //
 // A warm pool keeps containers started ahead for each limits class, so that
 // an execution only pays for an exec into a running container; every
@@ -20,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -38,7 +41,8 @@ const CodePath = "/code"
 // Config configures the backend.
 type Config struct {
 	// Image runs the programs; DefaultImage when empty. It needs sleep,
-	// env and prlimit (coreutils, util-linux) besides the runtimes.
+	// env and prlimit (coreutils, util-linux) besides the runtimes, and GNU
+	// find when codeagent is not root.
 	Image string
 	// Host is the engine's address (unix:///var/run/docker.sock, ...);
 	// empty means DOCKER_HOST or the default socket. The engine must see
@@ -53,8 +57,14 @@ type Config struct {
 	// CheckInterval is how often idle containers are checked and crashed
 	// ones replaced; default 10 seconds.
 	CheckInterval time.Duration
-	// CPUs is the CPU quota of each container, in CPUs; default 1.
-	CPUs float64
+	// HostUID is the user and group id programs run as, on the host as in
+	// the container (the engine maps no ids): sandbox.DefaultHostUID when
+	// 0. New refuses an id that an account, group or subordinate range of
+	// this host uses.
+	HostUID int
+	// AllowWeakIsolation runs programs even where a limit cannot be
+	// enforced: on cgroup v1 without root, socket buffers are not limited.
+	AllowWeakIsolation bool
 	// StateDir holds the staging directories; default os.TempDir().
 	StateDir string
 	// Logger receives debug and warning messages; nil discards them.
@@ -67,9 +77,12 @@ type Backend struct {
 	log   *slog.Logger
 	cli   *client.Client
 	user  string // uid:gid inside the container
-	chown int    // uid to give staged files, or -1
+	root  bool   // codeagent runs as root: staged files are given to the uid
+	v1    bool   // the engine uses cgroup v1, where socket memory needs its own limit
 	owner string // io.codeagent.owner of everything this backend creates
 	pool  *pool
+
+	weakOnce sync.Once // warns once of weak isolation
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -90,8 +103,11 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.CheckInterval <= 0 {
 		cfg.CheckInterval = 10 * time.Second
 	}
-	if cfg.CPUs <= 0 {
-		cfg.CPUs = 1
+	if cfg.HostUID == 0 {
+		cfg.HostUID = sandbox.DefaultHostUID
+	}
+	if err := sandbox.CheckHostUID(cfg.HostUID); err != nil {
+		return nil, &sandbox.SetupError{Reason: "docker host uid", Err: err}
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = os.TempDir()
@@ -117,11 +133,11 @@ func New(cfg Config) (*Backend, error) {
 	if !Local(cfg.Host) {
 		log.Warn("docker: the engine looks remote; workspaces are staged through bind mounts of this host's directories, which it may not see", "host", cli.DaemonHost())
 	}
-	b := &Backend{cfg: cfg, log: log, cli: cli, chown: -1, owner: ownerID()}
-	if os.Geteuid() == 0 {
-		b.user, b.chown = "1000:1000", 1000
-	} else {
-		b.user = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+	b := &Backend{cfg: cfg, log: log, cli: cli, owner: ownerID(), root: os.Geteuid() == 0,
+		user: fmt.Sprintf("%d:%d", cfg.HostUID, cfg.HostUID)}
+	if b.v1, err = socketMemoryCharged(ctx, cli, cfg.Host); err != nil {
+		_ = cli.Close()
+		return nil, &sandbox.SetupError{Reason: "socket memory", Err: err}
 	}
 	if n, err := b.sweep(ctx); err != nil {
 		log.Warn("docker: removing leftovers of earlier runs", "err", err)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,9 +26,10 @@ const maxClasses = 4
 // refills in the background. A maintenance loop replaces idle containers
 // that stopped and drops classes unused for Config.IdleTimeout.
 type pool struct {
-	b   *Backend
-	id  string
-	dir string // host state directory, removed by close
+	b             *Backend
+	id            string
+	dir           string // host state directory, removed by close
+	passwd, group string // the containers' /etc/passwd and /etc/group
 
 	mu       sync.Mutex
 	classes  map[string]*warmClass
@@ -56,10 +59,32 @@ func newPool(b *Backend) (*pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	p := &pool{b: b, id: id, dir: dir, classes: map[string]*warmClass{}, stop: make(chan struct{}), loopDone: make(chan struct{})}
+	p := &pool{b: b, id: id, dir: dir, classes: map[string]*warmClass{}, stop: make(chan struct{}), loopDone: make(chan struct{}),
+		passwd: filepath.Join(dir, "passwd"), group: filepath.Join(dir, "group")}
+	if err := writeAccounts(p.passwd, p.group, b.cfg.HostUID); err != nil {
+		_ = removeTree(dir)
+		return nil, err
+	}
 	p.oom = b.watchOOM(id)
 	go p.loop()
 	return p, nil
+}
+
+// writeAccounts writes the containers' /etc/passwd and /etc/group, which
+// name uid (the image's name uid 1000 instead): tools that look the user
+// up (whoami, getpass, git) need a name and a home.
+func writeAccounts(passwd, group string, uid int) error {
+	u := strconv.Itoa(uid)
+	files := map[string]string{
+		passwd: "root:x:0:0:root:/root:/bin/sh\nsandbox:x:" + u + ":" + u + ":sandbox:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		group:  "root:x:0:\nsandbox:x:" + u + ":\nnogroup:x:65534:\n",
+	}
+	for f, content := range files {
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Base(f), err)
+		}
+	}
+	return nil
 }
 
 // prime makes c a warm class and starts filling it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"sort"
 	"sync"
@@ -39,7 +40,11 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "start a container", Err: err}
 	}
 	defer b.pool.release(bx)
-	snap, err := stageIn(spec.Workspace, bx.ws, b.chown)
+	uid := -1
+	if b.root {
+		uid = b.cfg.HostUID
+	}
+	snap, err := stageIn(spec.Workspace, bx.ws, uid)
 	if err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "stage the workspace", Err: err}
 	}
@@ -47,11 +52,22 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "place files", Err: err}
 	}
 	e := &execution{b: b, bx: bx, spec: spec, lim: lim, killed: make(chan struct{})}
+	bx.ran = true
 	res, err := e.run(ctx, snap.size)
 	if err != nil {
 		return res, err
 	}
-	if err := stageOut(bx.ws, spec.Workspace, snap); err != nil {
+	var modes map[string]fs.FileMode
+	if !b.root {
+		e.mu.Lock()
+		killed := e.dead
+		e.mu.Unlock()
+		if modes, err = b.handBack(bx, killed); err != nil {
+			return res, &sandbox.SetupError{Reason: "hand the workspace back", Err: err}
+		}
+		bx.handedBack = true
+	}
+	if err := stageOut(bx.ws, spec.Workspace, snap, modes); err != nil {
 		return res, &sandbox.SetupError{Reason: "bring the workspace back", Err: err}
 	}
 	return res, nil

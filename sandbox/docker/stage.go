@@ -27,13 +27,22 @@ type stamp struct {
 type snapshot struct {
 	entries map[string]stamp
 	size    int64 // bytes of the regular files
+	// perms are the workspace's permission bits by inode of the staged
+	// copy, when the copies were opened up for a program of another uid.
+	perms map[uint64]fs.FileMode
 }
 
 // stageIn copies the workspace tree ws into the empty staging directory dst
 // (regular files, directories and symbolic links; other kinds are left
-// out) and gives the copies to uid chown when it is not -1.
-func stageIn(ws, dst string, chown int) (snapshot, error) {
+// out; permission bits only). With uid >= 0 (codeagent is root) the copies
+// are given to uid; with -1 they stay codeagent's and are opened up for the
+// program's uid instead (files rw, directories rwx for all, the original
+// bits kept in the snapshot): the directory above is private to codeagent.
+func stageIn(ws, dst string, uid int) (snapshot, error) {
 	snap := snapshot{entries: map[string]stamp{}}
+	if uid < 0 {
+		snap.perms = map[uint64]fs.FileMode{}
+	}
 	err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -61,11 +70,12 @@ func stageIn(ws, dst string, chown int) (snapshot, error) {
 		default:
 			return nil
 		}
-		if err == nil && chown >= 0 {
-			err = os.Lchown(target, chown, chown)
+		perm := fi.Mode().Perm()
+		if err == nil && uid >= 0 {
+			err = os.Lchown(target, uid, uid)
 		}
 		if err == nil && fi.Mode()&fs.ModeSymlink == 0 {
-			err = os.Chmod(target, fi.Mode().Perm())
+			err = os.Chmod(target, opened(perm, fi.IsDir(), uid < 0))
 		}
 		if err != nil {
 			return err
@@ -74,13 +84,29 @@ func stageIn(ws, dst string, chown int) (snapshot, error) {
 		if err != nil {
 			return err
 		}
-		snap.entries[filepath.ToSlash(rel)] = stampOf(st)
+		s := stampOf(st)
+		snap.entries[filepath.ToSlash(rel)] = s
+		if snap.perms != nil {
+			snap.perms[s.ino] = perm
+		}
 		return nil
 	})
 	if err != nil {
 		return snap, fmt.Errorf("copy workspace: %w", err)
 	}
 	return snap, nil
+}
+
+// opened is perm, or with open set, perm with read and write for all and,
+// for directories, search too.
+func opened(perm fs.FileMode, dir, open bool) fs.FileMode {
+	switch {
+	case !open:
+		return perm
+	case dir:
+		return perm | 0o777
+	}
+	return perm | 0o666
 }
 
 func copyFile(src, dst string, perm fs.FileMode) error {
@@ -103,8 +129,12 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 // stageOut brings ws up to date with the staging directory src after the
 // program ended: new and changed entries are copied, entries that the
 // program removed are removed. Both trees are accessed through os.Root, so
-// that no symbolic link the program made is followed out of either.
-func stageOut(src, ws string, snap snapshot) error {
+// that no symbolic link the program made is followed out of either. Only
+// the permission bits (0777) of files and directories are copied: never
+// setuid, setgid or sticky bits, owners, extended attributes or file
+// capabilities. modes, when not nil, are the bits the program gave its
+// entries before handBack opened them up for codeagent.
+func stageOut(src, ws string, snap snapshot, modes map[string]fs.FileMode) error {
 	sr, err := os.OpenRoot(src)
 	if err != nil {
 		return fmt.Errorf("open staging directory: %w", err)
@@ -116,6 +146,7 @@ func stageOut(src, ws string, snap snapshot) error {
 	}
 	defer wr.Close()
 	seen := map[string]bool{}
+	var dirs []dirMode
 	err = fs.WalkDir(sr.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -135,7 +166,7 @@ func stageOut(src, ws string, snap snapshot) error {
 		if had && old == stampOf(fi) && old.ctime >= 0 && !fi.IsDir() {
 			return nil
 		}
-		return syncEntry(sr, wr, rel, fi, had && old.mode == fi.Mode())
+		return syncEntry(sr, wr, rel, fi, snap.perm(rel, fi, modes), had && old.mode == fi.Mode(), &dirs)
 	})
 	if err != nil {
 		return fmt.Errorf("copy workspace back: %w", err)
@@ -157,11 +188,42 @@ func stageOut(src, ws string, snap snapshot) error {
 		}
 		last = rel
 	}
+	// Directories get their bits last, deepest first, so that one without
+	// write or search permission did not stop its entries being copied.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := wr.Chmod(dirs[i].rel, dirs[i].perm); err != nil {
+			return fmt.Errorf("copy workspace back: %w", err)
+		}
+	}
 	return nil
 }
 
-// syncEntry makes ws's entry rel like the staged one described by fi.
-func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, sameMode bool) error {
+// dirMode is a directory's final permission bits.
+type dirMode struct {
+	rel  string
+	perm fs.FileMode
+}
+
+// perm is the permission bits for the workspace's copy of the staged entry
+// rel: its own, unless the staging was opened up for another uid; then the
+// bits the program set (modes) or, for a staged file, the original ones.
+func (s snapshot) perm(rel string, fi fs.FileInfo, modes map[string]fs.FileMode) fs.FileMode {
+	if m, ok := modes[rel]; ok {
+		return m.Perm()
+	}
+	if s.perms != nil {
+		if m, ok := s.perms[stampOf(fi).ino]; ok {
+			return m
+		}
+		return fi.Mode().Perm() &^ 0o022
+	}
+	return fi.Mode().Perm()
+}
+
+// syncEntry makes ws's entry rel like the staged one described by fi, with
+// permission bits perm. A directory is left open to its owner, and its bits
+// are appended to dirs to be set at the end.
+func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, perm fs.FileMode, sameMode bool, dirs *[]dirMode) error {
 	cur, err := wr.Lstat(rel)
 	exists := err == nil
 	kindDiffers := exists && cur.Mode().Type() != fi.Mode().Type()
@@ -171,15 +233,25 @@ func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, sameMode bool) error
 		}
 		exists = false
 	}
-	perm := fi.Mode().Perm()
+	perm = perm.Perm()
 	switch {
 	case fi.IsDir():
-		if !exists {
-			return wr.Mkdir(rel, perm)
+		switch {
+		case !exists:
+			if err := wr.Mkdir(rel, 0o700); err != nil {
+				return err
+			}
+		case cur.Mode().Perm()&0o700 != 0o700:
+			if err := wr.Chmod(rel, cur.Mode().Perm()|0o700); err != nil {
+				return err
+			}
+			if sameMode {
+				perm = cur.Mode().Perm()
+			}
+		case sameMode:
+			return nil
 		}
-		if !sameMode {
-			return wr.Chmod(rel, perm)
-		}
+		*dirs = append(*dirs, dirMode{rel, perm})
 		return nil
 	case fi.Mode().IsRegular():
 		in, err := sr.Open(rel)
@@ -187,6 +259,11 @@ func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, sameMode bool) error
 			return err
 		}
 		defer in.Close()
+		if exists && cur.Mode().Perm()&0o200 == 0 {
+			if err := wr.Chmod(rel, cur.Mode().Perm()|0o200); err != nil {
+				return err
+			}
+		}
 		out, err := wr.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 		if err != nil {
 			return err

@@ -48,7 +48,7 @@ func TestStageRoundTrip(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(st, "passwd")); err != nil {
 		t.Fatal(err)
 	}
-	if err := stageOut(st, ws, snap); err != nil {
+	if err := stageOut(st, ws, snap, nil); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]string{"keep.txt": "keep", "change.txt": "new", "sub/new.txt": "new file", "link/secret": "owned"} {
