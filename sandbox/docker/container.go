@@ -47,14 +47,10 @@ func (c class) key() string {
 	return fmt.Sprintf("%s/m%d/p%d/d%d/c%g", c.Image, c.Memory, c.Processes, c.Disk, c.CPUs)
 }
 
-// maskedPaths replace the engine's list (which they include) and add /sys:
-// programs see no host devices, as in the namespace backend, which has no
-// /sys at all.
-var maskedPaths = []string{
-	"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-	"/sys/firmware", "/sys/devices/virtual/powercap", "/sys",
-}
+// maskedPaths replace the engine's list: sandbox.MaskedProc (which holds
+// the engine's /proc entries) and /sys, so programs see no host devices,
+// as in the namespace backend, which has no /sys at all.
+var maskedPaths = append(append([]string(nil), sandbox.MaskedProc...), "/sys/firmware", "/sys/devices/virtual/powercap", "/sys")
 
 // box is one container with its host directories: ws is mounted read-write
 // at /workspace, code read-only at /code.

@@ -34,25 +34,12 @@ type layout struct {
 	proc []string // masks over /proc entries, after --proc /proc
 }
 
-// maskedProc are /proc entries a program has no use for and that tell it
-// about the host's kernel and other users: Docker's masked paths plus the
-// page, slab and memory maps, the kernel log and the I/O maps. Each is
-// covered with an empty file or directory. (Run as root, programs are
-// also an unprivileged host uid, so root-only files are closed to them.)
-var maskedProc = []string{
-	"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/key-users",
-	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-	"/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/slabinfo", "/proc/vmallocinfo",
-	"/proc/pagetypeinfo", "/proc/kmsg", "/proc/iomem", "/proc/ioports", "/proc/mtrr", "/proc/zoneinfo",
-	"/proc/config.gz", "/proc/kallsyms",
-}
-
 // procMasks binds an empty file or directory of mnt over every entry of
-// maskedProc that this host's /proc has (bwrap cannot mount over one that
+// sandbox.MaskedProc that this host's /proc has (bwrap cannot mount over one that
 // does not exist).
 func procMasks(mnt string) []string {
 	var args []string
-	for _, p := range maskedProc {
+	for _, p := range sandbox.MaskedProc {
 		fi, err := os.Lstat(p)
 		switch {
 		case err != nil:
