@@ -227,3 +227,7 @@ func writeFiles(dir string, files []sandbox.File) error {
 	}
 	return nil
 }
+
+// StagingDir is the host directory that holds the staging directories of
+// this backend's containers; the conformance suite measures it.
+func (b *Backend) StagingDir() string { return b.pool.dir }
