@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,7 @@ type box struct {
 	class    class
 	created  time.Time
 	cg       cgroupFiles // empty when the engine is not local
+	sfs      *stagingFS  // the staging file system, or nil
 }
 
 // createBox creates and starts a container of class c running `sleep
@@ -131,6 +133,11 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		} else {
 			b.log.Debug("docker: container cgroup not visible; using the API", "err", err)
 		}
+		if bx.sfs != nil && !bx.sfs.visibleIn(ins.Container.State.Pid) {
+			b.staging.Store(false)
+			b.destroy(bx)
+			return nil, errors.New("the engine does not see the staging file system; staging in plain directories from now on")
+		}
 	}
 	return bx, nil
 }
@@ -138,6 +145,9 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 // prepareDirs makes the box's host directories: the workspace owned by the
 // container's user, the code directory readable by it.
 func (b *Backend) prepareDirs(bx *box) error {
+	if err := b.mountStaging(bx); err != nil {
+		return err
+	}
 	if err := os.Mkdir(bx.ws, 0o755); err != nil {
 		return fmt.Errorf("create staging directory: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -59,6 +60,10 @@ type Config struct {
 	StateDir string
 	// Logger receives debug and warning messages; nil discards them.
 	Logger *slog.Logger
+	// PlainStaging stages workspaces in plain directories even where each
+	// could have a file system of its own, of the disk limit's size (which
+	// needs root, loop devices and mke2fs; see stagingfs_linux.go).
+	PlainStaging bool
 }
 
 // Backend runs programs in Docker containers.
@@ -70,6 +75,8 @@ type Backend struct {
 	chown int    // uid to give staged files, or -1
 	owner string // io.codeagent.owner of everything this backend creates
 	pool  *pool
+	// staging: boxes get staging file systems (see stagingfs_linux.go).
+	staging atomic.Bool
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -123,6 +130,7 @@ func New(cfg Config) (*Backend, error) {
 	} else {
 		b.user = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 	}
+	b.useStagingFS()
 	if n, err := b.sweep(ctx); err != nil {
 		log.Warn("docker: removing leftovers of earlier runs", "err", err)
 	} else if n > 0 {

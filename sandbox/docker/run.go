@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
 
 // execution is the state of one Run.
@@ -39,6 +40,9 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "start a container", Err: err}
 	}
 	defer b.pool.release(bx)
+	if err := makeRoom(bx, spec.Workspace); err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "stage the workspace", Err: err}
+	}
 	snap, err := stageIn(spec.Workspace, bx.ws, b.chown)
 	if err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "stage the workspace", Err: err}
@@ -46,14 +50,20 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 	if err := writeFiles(bx.code, spec.Files); err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "place files", Err: err}
 	}
+	dl, err := diskLimits(bx, lim)
+	if err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "size the staging file system", Err: err}
+	}
 	e := &execution{b: b, bx: bx, spec: spec, lim: lim, killed: make(chan struct{})}
-	res, err := e.run(ctx, snap.size)
+	res, err := e.run(ctx, dl)
 	if err != nil {
 		return res, err
 	}
+	snap.budget = &budget{limit: lim.Disk}
 	if err := stageOut(bx.ws, spec.Workspace, snap); err != nil {
 		return res, &sandbox.SetupError{Reason: "bring the workspace back", Err: err}
 	}
+	snap.budget.note(&res, lim)
 	return res, nil
 }
 
@@ -83,7 +93,10 @@ func (e *execution) kill(why sandbox.KillReason) {
 	e.mu.Lock()
 	first := !e.dead
 	if first {
-		e.dead, e.reason = true, why
+		e.dead = true
+		if e.reason == sandbox.NotKilled {
+			e.reason = why
+		}
 		close(e.killed)
 	}
 	e.mu.Unlock()
@@ -98,8 +111,13 @@ func (e *execution) kill(why sandbox.KillReason) {
 // run execs the program in the container and waits for it, enforcing the
 // wall-clock limit, cancellation and the workspace disk limit. Every
 // process of the container is gone when it returns.
-func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, error) {
+func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Result, error) {
 	var res sandbox.Result
+	stopDisk, err := e.watchDisk(dl)
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "disk limit", Err: err}
+	}
+	defer stopDisk()
 	cli := e.b.cli
 	actx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
@@ -150,8 +168,6 @@ func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, er
 		case <-done:
 		}
 	}()
-	go watchDisk(e.bx.ws, baseline, e.lim.Disk, done, func() { e.kill(sandbox.KilledDisk) })
-
 	code, err := e.wait(ec.ID, streamDone)
 	res.WallTime = time.Since(start)
 	if err != nil {
@@ -170,6 +186,7 @@ func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, er
 	if only, ok := e.bx.cg.onlyFirstLeft(); !ok || !only {
 		e.kill(sandbox.NotKilled)
 	}
+	stopDisk()
 	select {
 	case <-streamDone:
 	case <-time.After(2 * time.Second):

@@ -3,7 +3,6 @@ package docker
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,7 +25,8 @@ type stamp struct {
 // snapshot is what stageIn copied, by slash-separated relative path.
 type snapshot struct {
 	entries map[string]stamp
-	size    int64 // bytes of the regular files
+	size    int64   // bytes of the regular files
+	budget  *budget // bounds the copy back; nil: unbounded
 }
 
 // stageIn copies the workspace tree ws into the empty staging directory dst
@@ -93,7 +93,7 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if err := copyContent(out, in); err != nil {
 		out.Close()
 		return err
 	}
@@ -133,6 +133,12 @@ func stageOut(src, ws string, snap snapshot) error {
 		}
 		old, had := snap.entries[rel]
 		if had && old == stampOf(fi) && old.ctime >= 0 && !fi.IsDir() {
+			return nil
+		}
+		if !snap.budget.admit(wr, rel, fi) {
+			if fi.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		return syncEntry(sr, wr, rel, fi, had && old.mode == fi.Mode())
@@ -191,7 +197,7 @@ func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, sameMode bool) error
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(out, in); err != nil {
+		if err := copyContent(out, in); err != nil {
 			out.Close()
 			return err
 		}
@@ -212,6 +218,7 @@ func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, sameMode bool) error
 // removeTree removes dir even where a program left directories without
 // write or search permission.
 func removeTree(dir string) error {
+	unmountBelow(dir)
 	err := os.RemoveAll(dir)
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil
