@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,6 +64,7 @@ type box struct {
 	cg       cgroupFiles // empty when the engine is not local
 
 	ran, handedBack bool // a program ran; handBack opened up what it left
+	sfs      *stagingFS  // the staging file system, or nil
 }
 
 // createBox creates and starts a container of class c running `sleep
@@ -133,6 +135,11 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		} else {
 			b.log.Debug("docker: container cgroup not visible; using the API", "err", err)
 		}
+		if bx.sfs != nil && !bx.sfs.visibleIn(ins.Container.State.Pid) {
+			b.staging.Store(false)
+			b.destroy(bx)
+			return nil, errors.New("the engine does not see the staging file system; staging in plain directories from now on")
+		}
 	}
 	if b.v1 {
 		if err := checkTCPLimit(bx.cg, tcp); err != nil && !b.cfg.AllowWeakIsolation {
@@ -150,6 +157,9 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 // it when codeagent is root, else open to all: the box directory above it
 // is private to codeagent, and the container reaches it through its mount).
 func (b *Backend) prepareDirs(bx *box) error {
+	if err := b.mountStaging(bx); err != nil {
+		return err
+	}
 	if err := os.Mkdir(bx.ws, 0o755); err != nil {
 		return fmt.Errorf("create staging directory: %w", err)
 	}

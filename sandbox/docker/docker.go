@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -69,6 +70,10 @@ type Config struct {
 	StateDir string
 	// Logger receives debug and warning messages; nil discards them.
 	Logger *slog.Logger
+	// PlainStaging stages workspaces in plain directories even where each
+	// could have a file system of its own, of the disk limit's size (which
+	// needs root, loop devices and mke2fs; see stagingfs_linux.go).
+	PlainStaging bool
 }
 
 // Backend runs programs in Docker containers.
@@ -83,6 +88,8 @@ type Backend struct {
 	pool  *pool
 
 	weakOnce sync.Once // warns once of weak isolation
+	// staging: boxes get staging file systems (see stagingfs_linux.go).
+	staging atomic.Bool
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -139,6 +146,7 @@ func New(cfg Config) (*Backend, error) {
 		_ = cli.Close()
 		return nil, &sandbox.SetupError{Reason: "socket memory", Err: err}
 	}
+	b.useStagingFS()
 	if n, err := b.sweep(ctx); err != nil {
 		log.Warn("docker: removing leftovers of earlier runs", "err", err)
 	} else if n > 0 {
@@ -243,3 +251,7 @@ func writeFiles(dir string, files []sandbox.File) error {
 	}
 	return nil
 }
+
+// StagingDir is the host directory that holds the staging directories of
+// this backend's containers; the conformance suite measures it.
+func (b *Backend) StagingDir() string { return b.pool.dir }

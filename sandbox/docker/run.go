@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
 
 // execution is the state of one Run.
@@ -44,6 +45,9 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 	if b.root {
 		uid = b.cfg.HostUID
 	}
+	if err := makeRoom(bx, spec.Workspace); err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "stage the workspace", Err: err}
+	}
 	snap, err := stageIn(spec.Workspace, bx.ws, uid)
 	if err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "stage the workspace", Err: err}
@@ -51,9 +55,13 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 	if err := writeFiles(bx.code, spec.Files); err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "place files", Err: err}
 	}
+	dl, err := diskLimits(bx, lim)
+	if err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "size the staging file system", Err: err}
+	}
 	e := &execution{b: b, bx: bx, spec: spec, lim: lim, killed: make(chan struct{})}
 	bx.ran = true
-	res, err := e.run(ctx, snap.size)
+	res, err := e.run(ctx, dl)
 	if err != nil {
 		return res, err
 	}
@@ -67,9 +75,11 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		}
 		bx.handedBack = true
 	}
+	snap.budget = &budget{limit: lim.Disk}
 	if err := stageOut(bx.ws, spec.Workspace, snap, modes); err != nil {
 		return res, &sandbox.SetupError{Reason: "bring the workspace back", Err: err}
 	}
+	snap.budget.note(&res, lim)
 	return res, nil
 }
 
@@ -99,7 +109,10 @@ func (e *execution) kill(why sandbox.KillReason) {
 	e.mu.Lock()
 	first := !e.dead
 	if first {
-		e.dead, e.reason = true, why
+		e.dead = true
+		if e.reason == sandbox.NotKilled {
+			e.reason = why
+		}
 		close(e.killed)
 	}
 	e.mu.Unlock()
@@ -114,8 +127,13 @@ func (e *execution) kill(why sandbox.KillReason) {
 // run execs the program in the container and waits for it, enforcing the
 // wall-clock limit, cancellation and the workspace disk limit. Every
 // process of the container is gone when it returns.
-func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, error) {
+func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Result, error) {
 	var res sandbox.Result
+	stopDisk, err := e.watchDisk(dl)
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "disk limit", Err: err}
+	}
+	defer stopDisk()
 	cli := e.b.cli
 	actx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
@@ -166,8 +184,6 @@ func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, er
 		case <-done:
 		}
 	}()
-	go watchDisk(e.bx.ws, baseline, e.lim.Disk, done, func() { e.kill(sandbox.KilledDisk) })
-
 	code, err := e.wait(ec.ID, streamDone)
 	res.WallTime = time.Since(start)
 	if err != nil {
@@ -186,6 +202,7 @@ func (e *execution) run(ctx context.Context, baseline int64) (sandbox.Result, er
 	if only, ok := e.bx.cg.onlyFirstLeft(); !ok || !only {
 		e.kill(sandbox.NotKilled)
 	}
+	stopDisk()
 	select {
 	case <-streamDone:
 	case <-time.After(2 * time.Second):

@@ -3,7 +3,6 @@ package docker
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,7 +25,8 @@ type stamp struct {
 // snapshot is what stageIn copied, by slash-separated relative path.
 type snapshot struct {
 	entries map[string]stamp
-	size    int64 // bytes of the regular files
+	size    int64   // bytes of the regular files
+	budget  *budget // bounds the copy back; nil: unbounded
 	// perms are the workspace's permission bits by inode of the staged
 	// copy, when the copies were opened up for a program of another uid.
 	perms map[uint64]fs.FileMode
@@ -119,7 +119,7 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if err := copyContent(out, in); err != nil {
 		out.Close()
 		return err
 	}
@@ -164,6 +164,12 @@ func stageOut(src, ws string, snap snapshot, modes map[string]fs.FileMode) error
 		}
 		old, had := snap.entries[rel]
 		if had && old == stampOf(fi) && old.ctime >= 0 && !fi.IsDir() {
+			return nil
+		}
+		if !snap.budget.admit(wr, rel, fi) {
+			if fi.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		return syncEntry(sr, wr, rel, fi, snap.perm(rel, fi, modes), had && old.mode == fi.Mode(), &dirs)
@@ -268,7 +274,7 @@ func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, perm fs.FileMode, sa
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(out, in); err != nil {
+		if err := copyContent(out, in); err != nil {
 			out.Close()
 			return err
 		}
@@ -289,6 +295,7 @@ func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, perm fs.FileMode, sa
 // removeTree removes dir even where a program left directories without
 // write or search permission.
 func removeTree(dir string) error {
+	unmountBelow(dir)
 	err := os.RemoveAll(dir)
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
 
 // Backend runs programs in Linux namespaces through bubblewrap.
@@ -179,10 +180,11 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 			return res, &sandbox.SetupError{Reason: "mount the workspace", Err: err}
 		}
 	}
-	ws, err := newDiskWatch(wsDir, r.lim.Disk)
+	ws, err := diskwatch.Start(wsDir, diskwatch.Limits{Bytes: r.lim.Disk}, func() { r.kill(l, sandbox.KilledDisk) })
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
+	defer ws.Stop()
 
 	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
 	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
@@ -220,17 +222,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	_ = l.blockW.Close()
 
-	kill := func(why sandbox.KillReason) {
-		r.mu.Lock()
-		if r.reason == sandbox.NotKilled {
-			r.reason = why
-		}
-		r.mu.Unlock()
-		_ = l.cmd.Process.Kill()
-		if l.cg != nil {
-			l.cg.Kill()
-		}
-	}
+	kill := func(why sandbox.KillReason) { r.kill(l, why) }
 	timer := time.AfterFunc(r.lim.WallTime, func() { kill(sandbox.KilledTimeout) })
 	done := make(chan struct{})
 	go func() {
@@ -244,11 +236,12 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		case <-done:
 		}
 	}()
-	go ws.watch(done, func() { kill(sandbox.KilledDisk) })
-
 	waitErr := l.cmd.Wait()
 	close(done)
 	timer.Stop()
+	if ws.Stop() {
+		r.setReason(sandbox.KilledDisk) // past the limit at the end, or the kill raced the exit
+	}
 	res.WallTime = time.Since(start)
 	drained(2 * time.Second)
 
@@ -270,6 +263,23 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	res.CPUTime, res.PeakMemory = stats.CPUTime, stats.PeakMemory
 	r.verdict(&res, ps, waitErr, stats)
 	return res, nil
+}
+
+// kill ends the sandbox for why, the first reason given.
+func (r *run) kill(l *launcher, why sandbox.KillReason) {
+	r.setReason(why)
+	_ = l.cmd.Process.Kill()
+	if l.cg != nil {
+		l.cg.Kill()
+	}
+}
+
+func (r *run) setReason(why sandbox.KillReason) {
+	r.mu.Lock()
+	if r.reason == sandbox.NotKilled {
+		r.reason = why
+	}
+	r.mu.Unlock()
 }
 
 // confine makes sure that the sandbox's first process, still blocked before
@@ -302,7 +312,7 @@ func (r *run) verdict(res *sandbox.Result, ps *os.ProcessState, waitErr error, s
 	}
 	sandbox.Verdict(res, r.lim, reason, stats.OOMKills > 0, code)
 	switch {
-	case res.Status == sandbox.StatusSignaled && code < 0:
+	case res.Status == sandbox.StatusSignaled && code < 0 && reason == sandbox.NotKilled:
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = int(ws.Signal())
 		}

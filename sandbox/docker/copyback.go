@@ -1,0 +1,124 @@
+package docker
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
+)
+
+// budget bounds what the copy back adds to the workspace: its growth, as
+// the disk watcher charges it (allocated blocks, a file at most its size,
+// InodeCost and the directory entry per new entry), may not pass limit.
+// Entries that do not fit are left in the staging directory, and counted.
+type budget struct {
+	limit   int64
+	used    int64
+	skipped int
+}
+
+// admit reports whether the staged entry rel, described by fi, fits, and
+// charges it: what it will take in the workspace less what the entry it
+// replaces took there.
+func (b *budget) admit(wr *os.Root, rel string, fi fs.FileInfo) bool {
+	if b == nil {
+		return true
+	}
+	need := allocation(fi)
+	if fi.IsDir() && need == 0 {
+		need = 4096
+	}
+	var old int64
+	if cur, err := wr.Lstat(rel); err == nil {
+		if cur.Mode().Type() == fi.Mode().Type() && fi.IsDir() {
+			return true // an existing directory takes nothing more
+		}
+		old = allocation(cur)
+	} else {
+		need += diskwatch.InodeCost + int64(len(path.Base(rel))) + 12
+	}
+	if b.used+need-old > b.limit {
+		b.skipped++
+		return false
+	}
+	b.used += need - old
+	return true
+}
+
+// allocation is an entry's blocks, for a regular file at most its size
+// rounded up to a block: space allocated beyond the size (fallocate with
+// FALLOC_FL_KEEP_SIZE) is not copied.
+func allocation(fi fs.FileInfo) int64 {
+	var n int64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		n = int64(st.Blocks) * 512
+	}
+	if fi.Mode().IsRegular() {
+		n = min(n, (fi.Size()+4095)&^4095)
+		if n == 0 && fi.Size() > 0 && fi.Sys() == nil {
+			n = fi.Size()
+		}
+	}
+	return n
+}
+
+// note tells in res that entries were left behind for the disk limit.
+func (b *budget) note(res *sandbox.Result, lim sandbox.Limits) {
+	if b == nil || b.skipped == 0 {
+		return
+	}
+	if res.Status == sandbox.StatusOK || res.Status == sandbox.StatusError {
+		sandbox.Verdict(res, lim, sandbox.KilledDisk, false, res.ExitCode)
+	}
+	what := fmt.Sprintf("%d entries were", b.skipped)
+	if b.skipped == 1 {
+		what = "1 entry was"
+	}
+	res.Message += "; " + what + " not copied back to the workspace, which would have grown past the limit"
+}
+
+// copyContent copies the regular file in to out, which is empty, leaving
+// holes where in has holes or blocks of zeros, so that a sparse file stays
+// sparse, and gives out in's size.
+func copyContent(out, in *os.File) error {
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	buf := make([]byte, 128<<10)
+	zero := make([]byte, len(buf))
+	for off := int64(0); off < size; {
+		start, end, err := dataRange(in, off, size)
+		if err != nil {
+			return err
+		}
+		if start >= size {
+			break
+		}
+		for p := start; p < end; {
+			n, err := in.ReadAt(buf[:min(int64(len(buf)), end-p)], p)
+			if n > 0 && !bytes.Equal(buf[:n], zero[:n]) {
+				if _, werr := out.WriteAt(buf[:n], p); werr != nil {
+					return werr
+				}
+			}
+			p += int64(n)
+			if err == io.EOF {
+				end = p
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		off = end
+	}
+	return out.Truncate(size)
+}
