@@ -63,8 +63,8 @@ type box struct {
 	created  time.Time
 	cg       cgroupFiles // empty when the engine is not local
 
-	ran, handedBack bool // a program ran; handBack opened up what it left
-	sfs      *stagingFS  // the staging file system, or nil
+	ran, handedBack bool       // a program ran; handBack opened up what it left
+	sfs             *stagingFS // the staging file system, or nil
 }
 
 // createBox creates and starts a container of class c running `sleep

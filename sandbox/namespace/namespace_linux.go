@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
@@ -117,6 +119,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 	}
 	lim := spec.Limits.WithDefaults()
 	r := &run{b: b, spec: spec, lim: lim}
+	r.initFD.Store(-1)
 	res, err := r.execute(ctx)
 	if err != nil {
 		res.Status = sandbox.StatusSandboxError
@@ -147,6 +150,10 @@ type run struct {
 
 	mu     sync.Mutex
 	reason sandbox.KillReason
+	// initFD is a pidfd of the sandbox's first process (-1 until known):
+	// killing it ends every process of the PID namespace at once, sooner
+	// than through bwrap, and a pidfd never reaches a recycled pid.
+	initFD atomic.Int64
 }
 
 func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
@@ -192,6 +199,14 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot()), r.b.seccomp, r.spec.Files, r.spec.Stdin)
 
 	childPid, err := readChildPid(l.infoR)
+	if err == nil {
+		// The process waits for us now (id maps, --block-fd), so the pid
+		// is still its own.
+		if fd, perr := unix.PidfdOpen(childPid, 0); perr == nil {
+			r.initFD.Store(int64(fd))
+			defer func() { r.initFD.Store(-1); unix.Close(fd) }()
+		}
+	}
 	if err == nil && r.b.asRoot() {
 		err = writeIDMaps(childPid, r.b.hostUID)
 		if err == nil {
@@ -268,6 +283,9 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 // kill ends the sandbox for why, the first reason given.
 func (r *run) kill(l *launcher, why sandbox.KillReason) {
 	r.setReason(why)
+	if fd := r.initFD.Load(); fd >= 0 {
+		_ = unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0)
+	}
 	_ = l.cmd.Process.Kill()
 	if l.cg != nil {
 		l.cg.Kill()

@@ -33,6 +33,7 @@ var deniedSyscalls = append([]uintptr{
 	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_CLOCK_ADJTIME, unix.SYS_ADJTIMEX,
 	unix.SYS_FANOTIFY_INIT, unix.SYS_LOOKUP_DCOOKIE, unix.SYS_NFSSERVCTL,
 	unix.SYS_PERSONALITY,
+	unix.SYS_SCHED_SETAFFINITY, // without a cgroup, the sandbox is pinned to its CPUs
 }, archDeniedSyscalls...)
 
 // nsCloneFlags are the clone(2) flags that create namespaces.
