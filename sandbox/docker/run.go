@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"sort"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -45,10 +46,23 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 	if b.root {
 		uid = b.cfg.HostUID
 	}
-	if err := makeRoom(bx, spec.Workspace); err != nil {
+	// The workspace is opened once without following links, and both
+	// copies go through that descriptor: a link a program planted in its
+	// path, before or during the run, is refused rather than followed.
+	resolved, err := sandbox.ResolveWorkspace(spec.Workspace)
+	if err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "workspace", Err: err}
+	}
+	wsf, err := sandbox.OpenWorkspace(resolved)
+	if err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "workspace", Err: err}
+	}
+	defer wsf.Close()
+	wsPath := "/proc/self/fd/" + strconv.Itoa(int(wsf.Fd()))
+	if err := makeRoom(bx, wsPath); err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "stage the workspace", Err: err}
 	}
-	snap, err := stageIn(spec.Workspace, bx.ws, uid)
+	snap, err := stageIn(wsPath, bx.ws, uid)
 	if err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "stage the workspace", Err: err}
 	}
@@ -76,7 +90,7 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		bx.handedBack = true
 	}
 	snap.budget = &budget{limit: lim.Disk}
-	if err := stageOut(bx.ws, spec.Workspace, snap, modes); err != nil {
+	if err := stageOut(bx.ws, wsPath, snap, modes); err != nil {
 		return res, &sandbox.SetupError{Reason: "bring the workspace back", Err: err}
 	}
 	snap.budget.note(&res, lim)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // maxEntries bounds the entries a program may leave in its workspace.
@@ -43,16 +44,23 @@ func stageIn(ws, dst string, uid int) (snapshot, error) {
 	if uid < 0 {
 		snap.perms = map[uint64]fs.FileMode{}
 	}
-	err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+	// Through a Root and with O_NOFOLLOW: a link planted in the workspace
+	// (by a program of a concurrent run) is copied as a link, never followed
+	// to a host file.
+	wr, err := os.OpenRoot(ws)
+	if err != nil {
+		return snap, fmt.Errorf("open workspace: %w", err)
+	}
+	defer wr.Close()
+	err = fs.WalkDir(wr.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(ws, p)
-		if err != nil || rel == "." {
-			return err
+		if rel == "." {
+			return nil
 		}
-		target := filepath.Join(dst, rel)
-		fi, err := d.Info()
+		target := filepath.Join(dst, filepath.FromSlash(rel))
+		fi, err := wr.Lstat(rel)
 		if err != nil {
 			return err
 		}
@@ -60,11 +68,11 @@ func stageIn(ws, dst string, uid int) (snapshot, error) {
 		case fi.IsDir():
 			err = os.Mkdir(target, fi.Mode().Perm())
 		case fi.Mode().IsRegular():
-			err = copyFile(p, target, fi.Mode().Perm())
+			err = copyFileFrom(wr, rel, target, fi.Mode().Perm())
 			snap.size += fi.Size()
 		case fi.Mode()&fs.ModeSymlink != 0:
 			var link string
-			if link, err = os.Readlink(p); err == nil {
+			if link, err = wr.Readlink(rel); err == nil {
 				err = os.Symlink(link, target)
 			}
 		default:
@@ -85,7 +93,7 @@ func stageIn(ws, dst string, uid int) (snapshot, error) {
 			return err
 		}
 		s := stampOf(st)
-		snap.entries[filepath.ToSlash(rel)] = s
+		snap.entries[rel] = s
 		if snap.perms != nil {
 			snap.perms[s.ino] = perm
 		}
@@ -95,6 +103,19 @@ func stageIn(ws, dst string, uid int) (snapshot, error) {
 		return snap, fmt.Errorf("copy workspace: %w", err)
 	}
 	return snap, nil
+}
+
+// copyFileFrom copies regular file rel of r to dst, not following a link.
+func copyFileFrom(r *os.Root, rel, dst string, perm fs.FileMode) error {
+	in, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is no longer a regular file", rel)
+	}
+	return copyOpened(in, dst, perm)
 }
 
 // opened is perm, or with open set, perm with read and write for all and,
@@ -109,12 +130,8 @@ func opened(perm fs.FileMode, dir, open bool) fs.FileMode {
 	return perm | 0o666
 }
 
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
+// copyOpened copies the open file in to a new file dst.
+func copyOpened(in *os.File, dst string, perm fs.FileMode) error {
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
