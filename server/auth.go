@@ -6,8 +6,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -116,18 +119,43 @@ func newAuthenticator(keys Keys, rps float64, burst int) *authenticator {
 var errUnauthorized = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized",
 	Message: "a valid API key is required: Authorization: Bearer TOKEN"}
 
-// owner returns the key name of r's bearer token. Every configured key is
-// compared, in constant time, so that timing tells nothing.
-func (a *authenticator) owner(r *http.Request) (string, error) {
-	if len(a.names) == 0 {
+// errNeedToken is errUnauthorized on a server with a local token.
+var errNeedToken = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized",
+	Message: "this server's token is required: Authorization: Bearer TOKEN, the token `codeagent serve` printed " +
+		"at start and keeps in serve-token of its data directory; on the page, open the address it printed"}
+
+// enabled reports whether requests need a token.
+func (a *authenticator) enabled() bool { return len(a.names) > 0 }
+
+// owner returns the key name of r's token: its Authorization header or,
+// when cookie names a cookie and r has no Authorization header, that
+// cookie's value.
+func (a *authenticator) owner(r *http.Request, cookie string) (string, error) {
+	if !a.enabled() {
 		return Anonymous, nil
 	}
-	h := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+	var token string
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, t, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return "", errUnauthorized
+		}
+		token = strings.TrimSpace(t)
+	} else if cookie != "" {
+		if c, err := r.Cookie(cookie); err == nil {
+			token = c.Value
+		}
+	}
+	return a.lookup(token)
+}
+
+// lookup returns the key name of token. Every configured key is compared,
+// in constant time, so that timing tells nothing.
+func (a *authenticator) lookup(token string) (string, error) {
+	if token == "" {
 		return "", errUnauthorized
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	sum := sha256.Sum256([]byte(token))
 	found := -1
 	for i := range a.hashes {
 		if subtle.ConstantTimeCompare(sum[:], a.hashes[i][:]) == 1 {
@@ -156,6 +184,68 @@ func (a *authenticator) allow(owner string) error {
 			Message: "too many requests for this key", RetryAfter: max(d, time.Second)}
 	}
 	return nil
+}
+
+// The local token (Config.LocalToken) is what `codeagent serve` requires
+// when no API keys are configured, as Jupyter does: programs send it as a
+// bearer token, and the page gets it as a cookie by opening the address
+// printed at start, /?token=TOKEN, which sets the cookie and redirects to
+// / so that the token leaves the address bar.
+//
+// A cookie is sent by the browser whatever page makes the request, so it
+// invites cross-site request forgery. Three things refuse that:
+//   - the cookie is SameSite=Strict: no other site's page, link or form
+//     makes the browser send it;
+//   - cookies do not separate ports, so a page served from another port of
+//     the same host (another user's server on 127.0.0.1) is "same site"
+//     and its requests do carry the cookie: the guard refuses them on
+//     every API route, since their Origin names another port and their
+//     Sec-Fetch-Site is same-site, not same-origin;
+//   - bodies are JSON only as application/json (or multipart for uploads),
+//     which a cross-origin page cannot send without a CORS preflight,
+//     which the guard refuses as well.
+// The cookie is HttpOnly (no script reads it), host-only, and named after
+// the server's port so that two servers on one host keep theirs apart; it
+// lasts until the browser closes, and a restart of serve makes a new
+// token anyway. Only the local token is ever traded for a cookie: with API
+// keys the page sends its key in the Authorization header as before.
+
+var errBadToken = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized",
+	Message: "this is not the server's token: open the address `codeagent serve` printed when it started (tokens change at each start)"}
+
+// localToken is the syntax of Config.LocalToken: safe in a URL, a cookie
+// and a shell word.
+var localToken = regexp.MustCompile(`^[A-Za-z0-9_-]{32,256}$`)
+
+// TokenURL is the address of the page that logs a browser in with the
+// local token: base (http://host:port) with /?token=TOKEN.
+func TokenURL(base, token string) string {
+	return strings.TrimSuffix(base, "/") + "/?token=" + url.QueryEscape(token)
+}
+
+// tokenCookie is the name of the local token's cookie for the server that
+// r reached, or "" when the server has no local token.
+func (s *Server) tokenCookie(r *http.Request) string {
+	if s.cfg.LocalToken == "" {
+		return ""
+	}
+	if a, ok := localAddr(r).(*net.TCPAddr); ok {
+		return "codeagent-token-" + strconv.Itoa(a.Port)
+	}
+	return "codeagent-token"
+}
+
+// login trades a valid local token in /?token= for the cookie and
+// redirects to the page; anything else is 401 and sets nothing.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if owner, err := s.auth.lookup(r.URL.Query().Get("token")); err != nil || owner != Anonymous {
+		s.writeError(w, r, errBadToken)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.tokenCookie(r), Value: s.cfg.LocalToken, Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 type ownerKey struct{}

@@ -32,7 +32,7 @@ func (s *Server) routes() http.Handler {
 
 	open("GET /v1/health", s.handleHealth)
 	open("GET /v1/openapi.yaml", s.handleOpenAPI)
-	mux.Handle("GET /metrics", s.wrap(route{kind: kindPlain, auth: len(s.cfg.Keys) > 0}, s.handleMetrics))
+	mux.Handle("GET /metrics", s.wrap(route{kind: kindPlain, auth: s.auth.enabled()}, s.handleMetrics))
 	api("POST /v1/sessions", kindPlain, bodyJSON, s.handleCreateSession)
 	api("GET /v1/sessions", kindPlain, bodyNone, s.handleListSessions)
 	api("GET /v1/sessions/{id}", kindPlain, bodyNone, s.handleGetSession)
@@ -103,7 +103,7 @@ func (s *Server) timeout(kind routeKind) time.Duration {
 
 // wrap adds to h: security headers, time bounds, panic recovery, the
 // request log and metrics, the guard (Host, Origin, body type), and (with
-// auth) the API key and rate limit.
+// auth) the API key or local token and the rate limit.
 func (s *Server) wrap(rt route, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -145,7 +145,10 @@ func (s *Server) wrap(rt route, h http.HandlerFunc) http.Handler {
 			return
 		}
 		if rt.auth {
-			owner, err := s.auth.owner(r)
+			owner, err := s.auth.owner(r, s.tokenCookie(r))
+			if err == errUnauthorized && s.cfg.LocalToken != "" {
+				err = errNeedToken
+			}
 			if err == nil {
 				rec.owner = owner
 				err = s.auth.allow(owner)
@@ -165,5 +168,5 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if s.isDraining() {
 		status, code = "shutting_down", http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, map[string]any{"status": status, "auth": len(s.cfg.Keys) > 0, "model": s.deps.Model != nil})
+	writeJSON(w, code, map[string]any{"status": status, "auth": s.auth.enabled(), "model": s.deps.Model != nil})
 }

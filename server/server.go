@@ -4,9 +4,10 @@
 //
 // A Server is built from a Config and its dependencies (store, sandbox,
 // model, logger); Handler returns the http.Handler to serve. Every request
-// is authenticated by API key (or belongs to the anonymous owner when no
-// keys are configured), rate limited per key, bounded in body size and
-// time, and logged without secrets; a panic becomes a 500.
+// is authenticated by API key or the local token (or belongs to the
+// anonymous owner when neither is configured), rate limited per key,
+// bounded in body size and time, and logged without secrets; a panic
+// becomes a 500.
 package server
 
 import (
@@ -36,6 +37,12 @@ type Config struct {
 	// Keys are the API keys; empty means a single anonymous owner (only
 	// sensible on a loopback address, which cmd/codeagent enforces).
 	Keys Keys
+	// LocalToken, on a server without Keys, is the anonymous owner's
+	// token, required of every API request (what `codeagent serve` makes
+	// at start): as Authorization: Bearer TOKEN, or as the cookie the page
+	// gets by opening TokenURL (see auth.go). Empty, with no Keys, anyone
+	// who reaches the server may use it (serve --no-token).
+	LocalToken string
 	// AllowedHosts are names besides its own address under which clients
 	// reach the server (a reverse proxy's public name): host or host:port,
 	// a host without a port matching any port. Requests whose Host, or
@@ -97,6 +104,12 @@ func (c Config) Validate() error {
 		if v.v < 0 {
 			return fmt.Errorf("server: %s must not be negative", v.name)
 		}
+	}
+	if c.LocalToken != "" && len(c.Keys) > 0 {
+		return errors.New("server: a local token is for a server without API keys")
+	}
+	if c.LocalToken != "" && !localToken.MatchString(c.LocalToken) {
+		return errors.New("server: the local token must be 32 to 256 letters, digits, '-' or '_'")
 	}
 	for _, h := range c.AllowedHosts {
 		if err := validAllowedHost(h); err != nil {
@@ -230,7 +243,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.idle = make(chan struct{})
 	s.metrics = newMetrics()
 	s.queue = NewQueue(cfg.Workers, cfg.QueueLength)
-	s.auth = newAuthenticator(cfg.Keys, cfg.RatePerSecond, cfg.RateBurst)
+	keys := cfg.Keys
+	if cfg.LocalToken != "" {
+		keys = Keys{{Name: Anonymous, Token: cfg.LocalToken}}
+	}
+	s.auth = newAuthenticator(keys, cfg.RatePerSecond, cfg.RateBurst)
 	s.runs = newRunRegistry()
 	s.handler = s.routes()
 	return s, nil

@@ -23,7 +23,13 @@ var assetTypes = map[string]string{
 	".css":  "text/css; charset=utf-8",
 }
 
+// handlePage serves the page; on a server with a local token, /?token=
+// logs the browser in (see login).
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.LocalToken != "" && r.URL.Query().Has("token") {
+		s.login(w, r)
+		return
+	}
 	s.serveAsset(w, r, "index.html")
 }
 

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -27,6 +31,7 @@ type serveOptions struct {
 	AllowedHosts    []string
 	DataDir         string
 	KeysFile        string
+	NoToken         bool
 	MaxUpload       int64
 	MaxUploadFiles  int
 	SessionMaxBytes int64
@@ -45,7 +50,7 @@ type serveOptions struct {
 func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("serve", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent serve [flags]\n\nServe the HTTP API (/v1, described at /v1/openapi.yaml) and the web page (/).\nAPI keys (name:token) come from --keys-file and "+envAPIKeys+"; without keys the\nserver listens only on a loopback address.\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent serve [flags]\n\nServe the HTTP API (/v1, described at /v1/openapi.yaml) and the web page (/).\nAPI keys (name:token) come from --keys-file and "+envAPIKeys+". Without keys the\nserver listens only on a loopback address and makes a token at each start, which every\nrequest needs: it prints the page's address with the token, and keeps the token in\nDATA/"+tokenFileName+" (mode 0600) for programs: curl -H \"Authorization: Bearer $(cat DATA/"+tokenFileName+")\".\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20, SessionMaxBytes: server.DefaultSessionMaxBytes}
@@ -61,6 +66,8 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	})
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.KeysFile, "keys-file", "", "API keys: one name:token per line, or JSON {\"name\": \"token\"}")
+	fs.BoolVar(&o.NoToken, "no-token", false, "without API keys, make no token: then any user or program of this machine may use the\n"+
+		"server (read every session's files, run code); only for a single-user machine")
 	fs.Var(sizeFlag{&o.MaxUpload}, "max-upload", "largest uploaded file (default 100MiB)")
 	fs.IntVar(&o.MaxUploadFiles, "max-upload-files", server.DefaultMaxUploadFiles, "most files in one upload request")
 	fs.Var(sizeFlag{&o.SessionMaxBytes}, "session-max-size", "largest total size of a session's workspace, API and MCP (default 1GiB)")
@@ -137,6 +144,15 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	if len(keys) == 0 && !isLoopback(o.Addr) {
 		return usagef("refusing to listen on %s without API keys: give --keys-file or %s (name:token), or listen on 127.0.0.1", o.Addr, envAPIKeys)
 	}
+	if o.NoToken && len(keys) > 0 {
+		return usagef("--no-token is for a server without API keys")
+	}
+	var token string
+	if len(keys) == 0 && !o.NoToken {
+		if token, err = newToken(); err != nil {
+			return err
+		}
+	}
 	level := slog.LevelInfo
 	if o.Getenv("CODEAGENT_DEBUG") != "" {
 		level = slog.LevelDebug
@@ -146,7 +162,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	if err != nil {
 		return err
 	}
-	scfg := server.Config{DataDir: dataDir, Keys: keys, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
+	scfg := server.Config{DataDir: dataDir, Keys: keys, LocalToken: token, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
 		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
 		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm}
 	if err := scfg.Validate(); err != nil {
@@ -193,11 +209,25 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	auth := "no API keys (loopback only)"
-	if len(keys) > 0 {
+	tokenFile := filepath.Join(dataDir, tokenFileName)
+	auth := "no API keys and no token (--no-token): any local user or program may use it"
+	switch {
+	case len(keys) > 0:
 		auth = fmt.Sprintf("%d API key(s)", len(keys))
+	case token != "":
+		if err := writeTokenFile(tokenFile, token); err != nil {
+			ln.Close()
+			return err
+		}
+		defer removeTokenFile(tokenFile, token)
+		auth = "a token made at this start, in " + tokenFile
 	}
-	fmt.Fprintf(s.err, "codeagent serve: listening on http://%s (%s, data in %s)\n", ln.Addr(), auth, dataDir)
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(s.err, "codeagent serve: listening on %s (%s; data in %s)\n", base, auth, dataDir)
+	if token != "" {
+		fmt.Fprintf(s.err, "codeagent serve: open %s  (programs: curl -H \"Authorization: Bearer $(cat %s)\" %s/v1/...)\n",
+			server.TokenURL(base, token), shellWord(tokenFile), base)
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -220,4 +250,73 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		logger.Warn("shutdown incomplete: stopped what was still running", "err", serr)
 	}
 	return nil
+}
+
+// tokenFileName is the file of the data directory holding the token of a
+// server without API keys while it runs.
+const tokenFileName = "serve-token"
+
+// newToken makes the token of a server without API keys: 32 random bytes
+// in hex. A new one at each start, as Jupyter does: a token that leaked
+// (a screenshot, a shell history, a browser's history) dies with the
+// server, and programs read the current one from the token file.
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// writeTokenFile puts token in path, readable only by this user: it is
+// written to a new file (O_EXCL, mode 0600) renamed over path, so whatever
+// was planted at path (a symbolic link, a hard link to another file) is
+// replaced, never followed or written through, and a reader never sees
+// half a token.
+func writeTokenFile(path, token string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+tokenFileName+"-*")
+	if err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	tmp := f.Name()
+	if err = f.Chmod(0o600); err == nil {
+		_, err = f.WriteString(token)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("token file: %w", err)
+	}
+	return nil
+}
+
+// removeTokenFile removes the token file at shutdown, unless it is no
+// longer this server's (another server of the same data directory
+// replaced it).
+func removeTokenFile(path, token string) {
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	if b, err := readSmallFile(path, 1024); err == nil && string(b) == token {
+		os.Remove(path)
+	}
+}
+
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./+:@%=-]+$`)
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if plainWord.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -26,7 +26,10 @@ async function api(path, opts = {}) {
   if (!resp.ok) {
     let msg = resp.status + " " + resp.statusText;
     try { msg = (await resp.json()).error.message; } catch (_) { /* not JSON */ }
-    if (resp.status === 401) $("key-form").hidden = false;
+    if (resp.status === 401) {
+      $("key-form").hidden = false;
+      msg = "enter an API key, or open the address `codeagent serve` printed (/?token=...)";
+    }
     throw new Error(msg);
   }
   return resp;
@@ -296,8 +299,10 @@ $("cancel").addEventListener("click", guard(async () => {
 
 (async () => {
   try {
+    // Authentication is the key entered below, or the cookie that opening
+    // the address printed by `codeagent serve` (/?token=...) set: the
+    // first request says which is missing.
     const h = await (await fetch("/v1/health")).json();
-    if (h.auth && !state.key) { $("key-form").hidden = false; setStatus("enter an API key"); return; }
     if (!h.model) setStatus("no model is configured on the server: runs will fail", true);
     await loadSessions();
   } catch (e) { setStatus(e.message, true); }
