@@ -28,6 +28,10 @@ static int64_t sa_now_ns(void) {
 // has passed. tree-sitter calls it every 100 parse operations.
 static bool sa_progress(TSParseState *state) {
   sa_cancel *c = (sa_cancel *)state->payload;
+  c->calls++;
+  if (c->stop_at > 0 && c->calls >= c->stop_at) {
+    return true;
+  }
   if (*(volatile size_t *)&c->flag != 0) {
     return true;
   }
@@ -42,6 +46,7 @@ void sa_use_libc_allocator(void) { ts_set_allocator(malloc, calloc, realloc, fre
 
 TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, sa_cancel *cancel, int64_t budget_ns) {
   cancel->timed_out = 0;
+  cancel->calls = 0;
   cancel->deadline_ns = budget_ns > 0 ? sa_now_ns() + budget_ns : 0;
   sa_input in = {src, len};
   TSInput input = {&in, sa_read, 0, NULL};

@@ -94,11 +94,15 @@ enum { SA_NAMED = 1, SA_MISSING = 2, SA_EXTRA = 4 };
 
 // sa_cancel stops a parse: flag is set (by another thread) to cancel it,
 // deadline_ns (CLOCK_MONOTONIC, 0 for none) is its time budget, and
-// timed_out tells that the budget ran out.
+// timed_out tells that the budget ran out. calls counts the progress
+// callbacks of the last parse; stop_at, when positive, stops the parse at
+// that callback (for tests that must stop a parse at an exact point).
 typedef struct sa_cancel {
   size_t flag;
   int64_t deadline_ns;
   int32_t timed_out;
+  int64_t calls;
+  int64_t stop_at;
 } sa_cancel;
 
 void sa_use_libc_allocator(void);

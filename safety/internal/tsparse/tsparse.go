@@ -164,6 +164,18 @@ func NewParser(lang *Language) (*Parser, error) {
 	return &Parser{p: p, cancel: c, lang: lang}, nil
 }
 
+// renew replaces the tree-sitter parser with a fresh one.
+func (p *Parser) renew() error {
+	fresh := C.ts_parser_new()
+	if !C.ts_parser_set_language(fresh, (*C.TSLanguage)(p.lang.ptr)) {
+		C.ts_parser_delete(fresh)
+		return fmt.Errorf("tree-sitter: incompatible grammar version")
+	}
+	C.ts_parser_delete(p.p)
+	p.p = fresh
+	return nil
+}
+
 // Close frees the parser. It is safe to call twice.
 func (p *Parser) Close() {
 	if p.p != nil {
@@ -239,6 +251,12 @@ func (p *Parser) parse(ctx context.Context, src []byte, buf []Node) ([]Node, *C.
 	}
 	t := C.sa_parse(p.p, srcPtr, C.uint32_t(len(src)), p.cancel, C.int64_t(budget))
 	if t == nil {
+		// A parse stopped while tree-sitter balances the finished tree
+		// leaves state that ts_parser_reset does not clear, and the next
+		// parse would abort the process; a stopped parser is never reused.
+		if err := p.renew(); err != nil {
+			return nil, nil, err
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrCanceled, err)
 		}
@@ -262,3 +280,8 @@ func (p *Parser) parse(ctx context.Context, src []byte, buf []Node) ([]Node, *C.
 	}
 	return buf[:int(got)], t, nil
 }
+
+// callbacks is how many progress callbacks the last parse made; stopAt
+// makes the next parses stop at callback n (0: never). For tests.
+func (p *Parser) callbacks() int64 { return int64(p.cancel.calls) }
+func (p *Parser) stopAt(n int64)   { p.cancel.stop_at = C.int64_t(n) }

@@ -3,6 +3,7 @@ package tsparse
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -160,4 +161,42 @@ func TestParseKeep(t *testing.T) {
 		<-done
 	}
 	Tree{}.Free()
+}
+
+// TestCancelAtEveryPointThenParse stops parses of a program at each of the
+// last progress callbacks (tree-sitter balances the finished tree last)
+// and at points spread over the rest, then parses again with the same
+// parser. A parse stopped while tree-sitter balances used to leave the
+// parser in a state ts_parser_reset does not clear, and the next parse
+// aborted the process (ts_parser_parse: Assertion
+// 'self->finished_tree.ptr' failed).
+func TestCancelAtEveryPointThenParse(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 64<<10; i++ {
+		fmt.Fprintf(&b, "def f%d(a, b):\n    x = [a * %d for a in range(b)]\n    return {'k': x, 'n': len(x)}\n\n", i, i)
+	}
+	src := []byte(b.String())
+	p := newPy(t)
+	if _, err := p.Parse(context.Background(), src, nil); err != nil {
+		t.Fatal(err)
+	}
+	total := p.callbacks()
+	stops := map[int64]bool{}
+	for k := total; k > 0 && k > total-64; k-- {
+		stops[k] = true
+	}
+	for k := int64(1); k < total; k += max(1, total/64) {
+		stops[k] = true
+	}
+	for k := range stops {
+		p.stopAt(k)
+		_, err := p.Parse(context.Background(), src, nil)
+		p.stopAt(0)
+		if !errors.Is(err, ErrCanceled) {
+			t.Fatalf("stopped at callback %d of %d: %v", k, total, err)
+		}
+		if _, err := p.Parse(context.Background(), []byte("x = 1\n"), nil); err != nil {
+			t.Fatalf("stopped at callback %d of %d: the parser is unusable afterwards: %v", k, total, err)
+		}
+	}
 }
