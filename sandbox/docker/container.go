@@ -65,10 +65,11 @@ type box struct {
 
 	ran, handedBack bool       // a program ran; handBack opened up what it left
 	sfs             *stagingFS // the staging file system, or nil
+	lifeline        *os.File   // the writing end of the container's lifeline (see lifeline.go)
 }
 
-// createBox creates and starts a container of class c running `sleep
-// infinity`, ready for one exec.
+// createBox creates and starts a container of class c whose first process
+// waits on its lifeline (see lifeline.go), ready for one exec.
 func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 	dir, err := os.MkdirTemp(b.pool.dir, "box-")
 	if err != nil {
@@ -79,9 +80,16 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		_ = removeTree(dir)
 		return nil, err
 	}
+	life, lifePath, err := openLifeline(dir)
+	if err != nil {
+		_ = removeTree(dir)
+		return nil, err
+	}
+	bx.lifeline = life
 	pids := int64(c.Processes)
 	sc, err := seccompOpt()
 	if err != nil {
+		_ = life.Close()
 		_ = removeTree(dir)
 		return nil, err
 	}
@@ -100,6 +108,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 			{Type: mount.TypeBind, Source: bx.code, Target: CodePath, ReadOnly: true},
 			{Type: mount.TypeBind, Source: b.pool.passwd, Target: "/etc/passwd", ReadOnly: true},
 			{Type: mount.TypeBind, Source: b.pool.group, Target: "/etc/group", ReadOnly: true},
+			{Type: mount.TypeBind, Source: lifePath, Target: lifelinePath, ReadOnly: true},
 		},
 		Resources: container.Resources{
 			Memory:     c.Memory,
@@ -111,7 +120,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 	}
 	cfg := &container.Config{
 		Image:           c.Image,
-		Cmd:             []string{"sleep", "infinity"},
+		Cmd:             lifelineInit,
 		User:            b.user,
 		WorkingDir:      sandbox.WorkspacePath,
 		NetworkDisabled: true,
@@ -122,6 +131,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		tcp = tcpLimit(c.Memory)
 	}
 	if bx.id, err = b.createContainer(ctx, cfg, hc, tcp); err != nil {
+		_ = life.Close()
 		_ = removeTree(dir)
 		return nil, fmt.Errorf("create container: %w", err)
 	}
@@ -206,6 +216,9 @@ func (b *Backend) destroy(bx *box) {
 			b.log.Warn("docker: remove container", "id", short(bx.id), "err", err)
 		}
 		b.oomKilled(bx.id, false) // forget a late event
+	}
+	if bx.lifeline != nil {
+		_ = bx.lifeline.Close()
 	}
 	if err := removeTree(bx.dir); err != nil {
 		b.log.Warn("docker: remove box directory", "dir", bx.dir, "err", err)
