@@ -32,12 +32,18 @@ type Record struct {
 	// rejected test rounds in self mode), in order.
 	ErrorClasses []agent.ErrorClass `json:"error_classes"`
 	// ScoreClass and ScoreOutput say why the final code failed the tests.
-	ScoreClass   agent.ErrorClass `json:"score_class,omitempty"`
-	ScoreOutput  string           `json:"score_output,omitempty"`
-	Requests     int              `json:"requests"`
-	InputTokens  int64            `json:"input_tokens"`
-	OutputTokens int64            `json:"output_tokens"`
-	Tokens       int64            `json:"tokens"`
+	ScoreClass  agent.ErrorClass `json:"score_class,omitempty"`
+	ScoreOutput string           `json:"score_output,omitempty"`
+	// ScoredForm is the program a HumanEval task scored: "module" (the
+	// answer alone) or "completion" (the prompt, then the answer).
+	ScoredForm string `json:"scored_form,omitempty"`
+	// CodeSHA256 is the hash of the final code exactly as scored (the
+	// code is not recorded: it may hold secrets).
+	CodeSHA256   string `json:"code_sha256,omitempty"`
+	Requests     int    `json:"requests"`
+	InputTokens  int64  `json:"input_tokens"`
+	OutputTokens int64  `json:"output_tokens"`
+	Tokens       int64  `json:"tokens"`
 	// WallMS is the task's whole time; AgentMS and ScoreMS its parts.
 	WallMS  int64 `json:"wall_ms"`
 	AgentMS int64 `json:"agent_ms"`

@@ -253,11 +253,13 @@ func (r *Runner) runTask(ctx context.Context, t *Task) (Record, error) {
 		}
 	}
 	t1 := time.Now()
+	// The scorer runs the code exactly as the agent ran it; only what is
+	// shown (records, feedback) is redacted.
 	for _, at := range res.History {
-		if at.Code == "" {
+		if at.Source == "" {
 			continue
 		}
-		s, err := score(ctx, at.Code)
+		s, err := score(ctx, at.Source)
 		if err != nil {
 			return rec, err
 		}
@@ -266,13 +268,13 @@ func (r *Runner) runTask(ctx context.Context, t *Task) (Record, error) {
 			break
 		}
 	}
-	final, err := score(ctx, res.Code)
+	final, err := score(ctx, res.Source)
 	if err != nil {
 		return rec, err
 	}
-	rec.Passed = final.Passed
+	rec.Passed, rec.ScoredForm, rec.CodeSHA256 = final.Passed, final.Form, final.CodeSHA256
 	if !final.Passed {
-		rec.ScoreClass, rec.ScoreOutput = final.Class, final.Output
+		rec.ScoreClass, rec.ScoreOutput = final.Class, r.agent.Redactor().String(final.Output)
 	}
 	rec.ScoreMS = time.Since(t1).Milliseconds()
 	rec.WallMS = time.Since(start).Milliseconds()

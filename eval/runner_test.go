@@ -237,3 +237,35 @@ func TestSelfModeScoresWithHiddenTests(t *testing.T) {
 		}
 	}
 }
+
+// The scorer scores the code the model wrote, not the redacted copy the
+// agent shows: a key-shaped literal the code depends on stays intact. What
+// is recorded of a failure is still redacted.
+func TestScoresCodeAsWrittenNotRedacted(t *testing.T) {
+	tasks, answers := humanEval(t, 2)
+	const key = "sk-live-0123456789abcdefghij"
+	m := newFakeModel(t, tasks, func(task *Task, _ chatRequest) string {
+		code := answers[task.ID] + "\n_KEY = \"" + key + "\"\nif len(_KEY) != 28:\n    " + task.EntryPoint + " = None\n"
+		if task.ID == "HumanEval/1" {
+			code += "print(_KEY)\nraise ValueError(_KEY)\n"
+		}
+		return pyBlock(code)
+	})
+	r := newRunner(t, m, Config{Mode: ModeNone, Concurrency: 2}, nil, nil)
+	recs, err := r.Run(context.Background(), tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		switch rec.TaskID {
+		case "HumanEval/0":
+			if !rec.Passed {
+				t.Errorf("the code with its key literal failed: %s %s", rec.ScoreClass, rec.ScoreOutput)
+			}
+		case "HumanEval/1":
+			if rec.Passed || strings.Contains(rec.ScoreOutput, key) || !strings.Contains(rec.ScoreOutput, "ValueError") {
+				t.Errorf("the failure's output is not redacted, or lacks the error:\n%s", rec.ScoreOutput)
+			}
+		}
+	}
+}
