@@ -90,6 +90,17 @@ func (s *Scorer) Settings(f Format) sandbox.Limits {
 	return base.Overlay(s.Limits).WithDefaults()
 }
 
+// SettingsLabel describes the limits scoring runs of a format get, for
+// reports: "humaneval harness, 3s, memory 2.0GiB, 1024 processes, 1 CPU".
+func (s *Scorer) SettingsLabel(f Format) string {
+	l := s.Settings(f)
+	what := "pytest acceptance test"
+	if f == FormatHumanEval {
+		what = "humaneval harness"
+	}
+	return fmt.Sprintf("%s, %s, memory %s, %d processes, %g CPU", what, l.WallTime, sandbox.FormatSize(l.Memory), l.Processes, l.CPUs)
+}
+
 // Score runs t's tests against code, exactly as given. The error is
 // non-nil only when the sandbox could not run them or ctx ended.
 func (s *Scorer) Score(ctx context.Context, t *Task, code string) (Score, error) {
