@@ -1,6 +1,6 @@
 # codeagent's HumanEval scoring harness, run by eval/score.go in the sandbox:
 #
-#     python3 /code/harness.py ENTRY_POINT TIMEOUT_SECONDS
+#     python3 -S /code/harness.py ENTRY_POINT TIMEOUT_SECONDS
 #
 # with the task's prompt, the answer and the test code in /code (read-only)
 # and a per-run secret on standard input. It decides which program to
@@ -19,11 +19,16 @@
 # so that a solution which prints a verdict and exits (or exits before
 # check ran) cannot pass. Solution code runs in this interpreter and can
 # still reach this process's descriptors; the sandbox bounds what it does.
-import ast
+#
+# It starts without the site module (-S), which costs more than a sample's
+# run, and puts the site directories on sys.path itself, with the paths
+# their .pth files add (their import lines are not run). Modules are
+# imported only as needed, for the same reason.
+import _ast
+import _signal  # signal without its enum wrappers, a third of the start-up
 import builtins
 import io
 import os
-import signal
 import sys
 
 CHANNEL_LIMIT = 8192  # bytes of captured output reported, head and tail each
@@ -32,37 +37,70 @@ CHANNEL_LIMIT = 8192  # bytes of captured output reported, head and tail each
 def bound_names(source):
     """Top-level names a module binds (raises SyntaxError)."""
     names = set()
+    scopes = (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)
+
+    def targets(node):
+        if isinstance(node, _ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (_ast.Tuple, _ast.List)):
+            for elt in node.elts:
+                targets(elt)
+        elif isinstance(node, _ast.Starred):
+            targets(node.value)
 
     def visit(body):
         for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(node, scopes):
                 names.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            if isinstance(node, (_ast.Import, _ast.ImportFrom)):
                 for alias in node.names:
                     names.add(alias.asname or alias.name.split(".")[0])
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for sub in ast.walk(target):
-                        if isinstance(sub, ast.Name):
-                            names.add(sub.id)
+            elif isinstance(node, _ast.Assign):
+                for target in node.targets:
+                    targets(target)
+            elif isinstance(node, (_ast.AnnAssign, _ast.AugAssign)):
+                targets(node.target)
             for field in ("body", "orelse", "finalbody"):
-                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    inner = getattr(node, field, None)
-                    if isinstance(inner, list):
-                        visit(inner)
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    visit(inner)
             for handler in getattr(node, "handlers", None) or []:
                 visit(handler.body)
 
-    visit(ast.parse(source).body)
+    visit(compile(source, "answer.py", "exec", _ast.PyCF_ONLY_AST).body)
     return names
+
+
+def add_site_dirs():
+    """What site does for sys.path, without running .pth import lines."""
+    import site
+
+    for d in site.getsitepackages():
+        if not os.path.isdir(d) or d in sys.path:
+            continue
+        sys.path.append(d)
+        for name in sorted(os.listdir(d)):
+            if not name.endswith(".pth"):
+                continue
+            try:
+                with open(os.path.join(d, name), encoding="utf-8") as f:
+                    for line in f:
+                        line = line.rstrip()
+                        if not line or line.startswith(("#", "import ", "import\t")):
+                            continue
+                        p = os.path.join(d, line)
+                        if os.path.isdir(p) and p not in sys.path:
+                            sys.path.append(p)
+            except OSError:
+                pass
 
 
 def choose_form(prompt, answer):
     try:
         if bound_names(prompt) <= bound_names(answer):
             return "module"
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, TypeError):
         pass
     return "completion"
 
@@ -137,17 +175,51 @@ DISABLED = {
 UNIMPORTABLE = ["ipdb", "joblib", "resource", "psutil", "tkinter"]
 
 
+class DisablingLoader:
+    """Loads a module, then sets the attributes the reference disables to None."""
+
+    def __init__(self, loader, attrs):
+        self.loader, self.attrs = loader, attrs
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        for attr in self.attrs:
+            setattr(module, attr, None)
+
+
+class Disabler:
+    """Applies DISABLED to shutil and subprocess when they are imported."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in ("shutil", "subprocess"):
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = DisablingLoader(spec.loader, DISABLED[name])
+                return spec
+        return None
+
+
 def disable():
     import faulthandler
-    import shutil
-    import subprocess
 
     faulthandler.disable()
     os.environ["OMP_NUM_THREADS"] = "1"
-    modules = {"builtins": builtins, "os": os, "shutil": shutil, "subprocess": subprocess}
-    for module, attrs in DISABLED.items():
-        for attr in attrs:
-            setattr(modules[module], attr, None)
+    for module, attrs in (("builtins", builtins), ("os", os)):
+        for attr in DISABLED[module]:
+            setattr(attrs, attr, None)
+    for module in ("shutil", "subprocess"):
+        if module in sys.modules:
+            for attr in DISABLED[module]:
+                setattr(sys.modules[module], attr, None)
+    sys.meta_path.insert(0, Disabler())
     for name in UNIMPORTABLE:
         sys.modules[name] = None
 
@@ -161,6 +233,7 @@ def main():
     with open("/code/test.py", encoding="utf-8") as f:
         test = f.read()
     write, read, exit_now = os.write, os.read, os._exit
+    add_site_dirs()
 
     # Our own descriptors: the report channel and the secret; the standard
     # ones go to /dev/null for the solution and whatever it starts.
@@ -182,26 +255,21 @@ def main():
     parts = [("solution.py", answer if form == "module" else prompt + answer), ("test.py", test),
              ("check.py", "check(%s)\n" % entry)]
 
-    import linecache
-    import traceback
-
-    for name, source in parts:
-        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     capture = Capture()
     disable()
     sys.stdout = sys.stderr = capture
     sys.stdin = capture
-    signal.signal(signal.SIGALRM, on_alarm)
+    _signal.signal(_signal.SIGALRM, on_alarm)
     error = None
     try:
         codes = [compile(source, name, "exec") for name, source in parts]
         namespace = {}
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        _signal.setitimer(_signal.ITIMER_REAL, timeout)
         try:
             for code in codes:
                 exec(code, namespace)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
         outcome = "passed"
     except TimedOut:
         outcome = "timed out"
@@ -220,6 +288,11 @@ def main():
     lines = ["result: " + outcome.replace("\n", " ")]
     if error is not None:
         try:
+            import linecache
+            import traceback
+
+            for name, source in parts:
+                linecache.cache[name] = (len(source), None, source.splitlines(True), name)
             lines.append("".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip())
         except BaseException:
             lines.append("%s: %s" % (type(error).__name__, error))

@@ -148,7 +148,7 @@ func (s *Scorer) humanEval(ctx context.Context, t *Task, ws *workspace.Workspace
 	lim.CPUTime = lim.WallTime
 	py, _ := lang.Lookup("python")
 	spec := sandbox.Spec{
-		Command:   []string{"python3", "/code/harness.py", t.EntryPoint, strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)},
+		Command:   []string{"python3", "-S", "/code/harness.py", t.EntryPoint, strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)},
 		Workspace: ws.Dir, Env: py.Env, Limits: lim, Stdin: strings.NewReader(secret + "\n"),
 		Files: []sandbox.File{{Path: "/code/harness.py", Data: harnessPy}, {Path: "/code/prompt.py", Data: []byte(t.PromptCode)},
 			{Path: "/code/answer.py", Data: []byte(code)}, {Path: "/code/test.py", Data: []byte(t.Test)}},
