@@ -58,7 +58,8 @@ type Config struct {
 	// Agent is the base agent configuration (limits, secrets, temperature);
 	// the mode decides MaxIterations, Verify and Tests.
 	Agent agent.Config
-	// Score bounds each scoring run (WallTime default 30 s).
+	// Score bounds each scoring run; zero fields take the format's
+	// defaults (HumanEvalLimits, or 30 s and the sandbox's).
 	Score sandbox.Limits
 }
 

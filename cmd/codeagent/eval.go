@@ -82,7 +82,7 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Progress, "progress", false, "show the progress bar even when stderr is not a terminal")
 	fs.StringVar(&o.Temperature, "temperature", "", "sampling temperature sent to the model (default: the model's)")
 	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit of each program run by the agent (default 30s)")
-	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB)")
+	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB; 2GiB when scoring HumanEval tasks)")
 	fs.DurationVar(&o.ScoreTimeout, "score-timeout", 0, "time limit of each run of the hidden tests (default 3s for HumanEval tasks, as the reference harness; 30s for codeagent tasks, which may set their own)")
 	fs.DurationVar(&o.TaskTimeout, "task-timeout", 15*time.Minute, "time limit of one task's agent run (0: none)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
