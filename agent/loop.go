@@ -151,8 +151,8 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		return at, false, nil
 	}
 	code := x.Code
-	at.Code = r.a.redact.String(code)
-	r.res.Code = at.Code
+	at.Code, at.Source = r.a.redact.String(code), code
+	r.res.Code, r.res.Source = at.Code, code
 	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: "```" + fence + "\n" + at.Code + "```"})
 	r.emit(Event{Type: EventGenerated, Attempt: n, Phase: PhaseCode, Code: at.Code, DurationMS: ms(t0)})
 
