@@ -43,15 +43,7 @@ func prepareEtc(tmp string) (string, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
-	names := append([]string(nil), etcEntries...)
-	for _, g := range etcGlobs {
-		m, _ := filepath.Glob(filepath.Join("/etc", g))
-		for _, p := range m {
-			names = append(names, filepath.Base(p))
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range etcNames() {
 		if err := copyTree(filepath.Join("/etc", n), filepath.Join(dir, n)); err != nil && !os.IsNotExist(err) {
 			_ = os.RemoveAll(dir)
 			return "", fmt.Errorf("copy /etc/%s: %w", n, err)
@@ -64,6 +56,19 @@ func prepareEtc(tmp string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// etcNames are the host /etc entries the sandbox gets, sorted.
+func etcNames() []string {
+	names := append([]string(nil), etcEntries...)
+	for _, g := range etcGlobs {
+		m, _ := filepath.Glob(filepath.Join("/etc", g))
+		for _, p := range m {
+			names = append(names, filepath.Base(p))
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // copyTree copies regular files, directories and symlinks (as symlinks).

@@ -45,15 +45,13 @@ type Backend struct {
 	starting    int
 }
 
-// removeFiles removes the prepared /etc and the mount directory.
+// removeFiles removes the mount directory; the prepared /etc is shared
+// (see sharedEtc) and stays.
 func (b *Backend) removeFiles() error {
-	var errs []error
-	for _, d := range []string{b.etc, b.mnt} {
-		if d != "" {
-			errs = append(errs, os.RemoveAll(d))
-		}
+	if b.mnt == "" {
+		return nil
 	}
-	return errors.Join(errs...)
+	return os.RemoveAll(b.mnt)
 }
 
 // asRoot reports whether programs run as the backend's own host uid.
@@ -62,14 +60,14 @@ func (b *Backend) asRoot() bool { return b.hostUID >= 0 }
 var _ sandbox.Sandbox = (*Backend)(nil)
 
 // New checks the host and returns a ready backend, or a *sandbox.SetupError
-// that says what is missing. It starts one trivial sandbox to prove that
-// namespaces work here.
+// that says what is missing. It starts no process: the first sandbox proves
+// that namespaces work here, and its failure is explained by the full probe.
 func New(cfg Config) (*Backend, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rep := Probe(cfg)
+	rep, mgr := probe(cfg, false)
 	if !rep.Usable {
 		return nil, &sandbox.SetupError{Reason: strings.Join(rep.Problems, "; ")}
 	}
@@ -90,23 +88,23 @@ func New(cfg Config) (*Backend, error) {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
 		}
 	}
-	etc, err := prepareEtc(base)
+	etcBase := base
+	if hostUID < 0 {
+		if c := userCacheBase(); c != "" {
+			etcBase = c
+		}
+	}
+	etc, err := sharedEtc(etcBase)
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "prepare /etc", Err: err}
 	}
 	mnt, err := prepareMountDir(base)
 	if err != nil {
-		_ = os.RemoveAll(etc)
 		return nil, &sandbox.SetupError{Reason: "prepare the mount directory", Err: err}
 	}
 	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, seccomp: seccompProgram(), etc: etc, mnt: mnt, hostUID: hostUID}
 	b.layout = hostLayout(etc, mnt)
 	if rep.CgroupVersion > 0 {
-		mgr, err := detectCgroups()
-		if err != nil {
-			_ = b.removeFiles()
-			return nil, &sandbox.SetupError{Reason: "cgroups", Err: err}
-		}
 		b.cgroups = mgr
 	}
 	return b, nil
@@ -228,7 +226,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		_ = l.cmd.Process.Kill()
 		_ = l.cmd.Wait()
 		drained(time.Second)
-		return res, &sandbox.SetupError{Reason: "bubblewrap failed", Err: errors.New(setupMessage(stderr.Bytes(), err))}
+		return res, &sandbox.SetupError{Reason: "bubblewrap failed", Err: errors.New(explainSetup(r.b.cfg, setupMessage(stderr.Bytes(), err)))}
 	}
 
 	start := time.Now()
