@@ -18,6 +18,7 @@ import (
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/termtext"
 	"github.com/codeagent/codeagent/sandbox/backends"
 )
 
@@ -307,7 +308,7 @@ func writeSummary(o evalOptions, sum eval.Summary, out io.Writer) error {
 		if err := sum.WriteJSON(out); err != nil {
 			return err
 		}
-	} else if err := sum.WriteMarkdown(out); err != nil {
+	} else if err := sum.WriteMarkdown(terminalSafe(out)); err != nil {
 		return err
 	}
 	if o.Report == "" {
@@ -346,5 +347,14 @@ func evalCompare(o evalOptions, s stdio) error {
 	if o.JSON {
 		return c.WriteJSON(s.out)
 	}
-	return c.WriteMarkdown(s.out)
+	return c.WriteMarkdown(terminalSafe(s.out))
+}
+
+// terminalSafe escapes what is written to w when w is a terminal: task ids,
+// error messages and model names in a report come from files and models.
+func terminalSafe(w io.Writer) io.Writer {
+	if termtext.IsTerminal(w) {
+		return termtext.NewWriter(w)
+	}
+	return w
 }
