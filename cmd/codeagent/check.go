@@ -62,6 +62,9 @@ func cmdCheck(ctx context.Context, s stdio, args []string) int {
 	}
 	o.Files = fs.Args()
 	res, err := runCheck(ctx, o)
+	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
+		return code
+	}
 	if err != nil {
 		return exitCodeFor(s.err, err)
 	}
