@@ -217,8 +217,8 @@ type Attempt struct {
 type Verdict struct {
 	TaskComplete bool   `json:"task_complete"`
 	Missing      string `json:"missing"`
-	// Note says when the verifier's answer could not be read (and the run
-	// was then taken as complete).
+	// Note says when the verifier's answer could not be read: asked twice
+	// without a verdict, the run counts as not complete.
 	Note string `json:"note,omitempty"`
 }
 

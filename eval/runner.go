@@ -339,7 +339,7 @@ func fatal(err error) bool {
 		return true
 	}
 	switch llm.KindOf(err) {
-	case llm.KindAuth, llm.KindNotFound, llm.KindUnreachable:
+	case llm.KindAuth, llm.KindNotFound, llm.KindUnreachable, llm.KindModelLoad:
 		return true
 	}
 	return false

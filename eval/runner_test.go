@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/llm"
 )
 
 func newRunner(t testing.TB, m *fakeModel, cfg Config, res *ResultsFile, onRecord func(Record)) *Runner {
@@ -267,5 +269,12 @@ func TestScoresCodeAsWrittenNotRedacted(t *testing.T) {
 				t.Errorf("the failure's output is not redacted, or lacks the error:\n%s", rec.ScoreOutput)
 			}
 		}
+	}
+}
+
+// A model the server cannot load dooms every task, like a wrong key.
+func TestModelLoadFailureIsFatal(t *testing.T) {
+	if !fatal(fmt.Errorf("task 1: %w", &llm.Error{Kind: llm.KindModelLoad})) || fatal(&llm.Error{Kind: llm.KindServer}) {
+		t.Error("fatal: want true for model_load, false for server")
 	}
 }

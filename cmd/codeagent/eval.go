@@ -82,10 +82,10 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.SamplesFile, "samples-file", "", "score the completions of this JSONL file ({task_id, completion} a line) instead of asking a model")
 	fs.BoolVar(&o.Progress, "progress", false, "show the progress bar even when stderr is not a terminal")
 	fs.StringVar(&o.Temperature, "temperature", "", "sampling temperature sent to the model (default: the model's)")
-	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit of each program run by the agent (default 30s)")
-	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB; 2GiB when scoring HumanEval tasks)")
-	fs.DurationVar(&o.ScoreTimeout, "score-timeout", 0, "time limit of each run of the hidden tests (default 3s for HumanEval tasks, as the reference harness; 30s for codeagent tasks, which may set their own)")
-	fs.DurationVar(&o.TaskTimeout, "task-timeout", 15*time.Minute, "time limit of one task's agent run (0: none)")
+	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run by the agent (default 30s)")
+	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of each program run (default 256MiB; 2GiB when scoring HumanEval tasks)")
+	durationVar(fs, &o.ScoreTimeout, "score-timeout", 0, boundProgramTime, "time limit of each run of the hidden tests (default 3s for HumanEval tasks, as the reference harness; 30s for codeagent tasks, which may set their own)")
+	durationVar(fs, &o.TaskTimeout, "task-timeout", 15*time.Minute, boundTaskTime, "time limit of one task's agent run (0: none)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	if code, done := parseFlags(fs, args); done {
@@ -104,6 +104,14 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 		return exitCodeFor(s.err, err)
 	}
 	err = runEval(ctx, o, cfg, s)
+	var stopped evalStopped
+	detail := ""
+	if errors.As(err, &stopped) {
+		detail = stopped.detail()
+	}
+	if code, ok := exitInterrupted(ctx, s.err, detail); ok {
+		return code
+	}
 	var setup *sandbox.SetupError
 	if errors.As(err, &setup) {
 		printErr(s.err, "%v", err)
@@ -128,8 +136,6 @@ func (o *evalOptions) config(set map[string]bool) (eval.Config, error) {
 		return eval.Config{}, usagef("--concurrency %d: want 1 to 64", o.Concurrency)
 	case o.Limit < 0:
 		return eval.Config{}, usagef("--limit must not be negative")
-	case o.ScoreTimeout < 0 || o.TaskTimeout < 0 || o.Limits.WallTime < 0:
-		return eval.Config{}, usagef("timeouts must be positive")
 	case o.Samples < 1 || o.Samples > 10000:
 		return eval.Config{}, usagef("--samples %d: want 1 to 10000", o.Samples)
 	case o.SamplesFile != "" && (set["samples"] || set["feedback"] || set["max-iterations"]):
@@ -248,14 +254,28 @@ func runEval(ctx context.Context, o evalOptions, cfg eval.Config, s stdio) error
 		return werr
 	}
 	if interrupted {
-		hint := ""
-		if o.Results != "" {
-			hint = fmt.Sprintf("; run the same command again to resume from %s", o.Results)
-		}
-		return fmt.Errorf("interrupted after %d of %d sample(s)%s: %w", len(recs), len(todo), hint, context.Canceled)
+		return evalStopped{done: len(recs), total: len(todo), results: o.Results}
 	}
 	return nil
 }
+
+// evalStopped is an evaluation that ended early: it says how far it got
+// and how to resume.
+type evalStopped struct {
+	done, total int
+	results     string
+}
+
+func (e evalStopped) detail() string {
+	s := fmt.Sprintf(" after %d of %d run(s)", e.done, e.total)
+	if e.results != "" {
+		s += fmt.Sprintf("; run the same command again to resume from %s", e.results)
+	}
+	return s
+}
+
+func (e evalStopped) Error() string { return "interrupted" + e.detail() }
+func (e evalStopped) Unwrap() error { return context.Canceled }
 
 // evalTasks opens the sandbox, checker, model and results file, and runs
 // the tasks with a progress bar on a terminal.

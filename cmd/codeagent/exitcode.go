@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/codeagent/codeagent/termtext"
 )
@@ -19,7 +20,27 @@ const (
 	exitTimeout  = 124 // the program ran out of wall-clock time
 	exitSandbox  = 125 // the sandbox could not be set up
 	exitMemory   = 137 // the program was killed for memory
+	// A command stopped by a signal exits 128 + its number, as shells do:
+	// 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
+	exitSignalBase = 128
 )
+
+// exitInterrupted reports whether a signal stopped the command (run, exec,
+// eval and check call it first on their way out). If one did, it prints the
+// one line saying so, "interrupted" followed by detail, and returns
+// 128 + the signal's number; the command prints nothing else.
+func exitInterrupted(ctx context.Context, w io.Writer, detail string) (int, bool) {
+	sig, ok := interruptedBy(ctx)
+	if !ok {
+		return 0, false
+	}
+	what := "interrupted"
+	if sig == syscall.SIGTERM {
+		what = "terminated"
+	}
+	printErr(w, "%s%s", what, detail)
+	return exitSignalBase + int(sig), true
+}
 
 // usageError marks an error caused by the caller's input (exit 2).
 type usageError struct{ err error }

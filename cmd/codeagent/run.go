@@ -71,7 +71,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	o := runOptions{Getenv: os.Getenv}
 	o.Provider = addProviderFlags(fs)
 	fs.IntVar(&o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, "attempts at the program")
-	fs.IntVar(&o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, "failed repairs in a row before starting afresh from the task (0: never)")
+	intVar(fs, &o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, 0, 100, "failed repairs in a row before starting afresh from the task (0: never)")
 	fs.Var((*repeated)(&o.Files), "file", "copy an input file into the workspace (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
 	fs.StringVar(&o.Out, "out", "", "copy the files the program created (and the program, when it succeeded) to this directory")
@@ -79,8 +79,8 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.TestFile, "test-file", "", "pytest tests to pass (they import from solution); success means they pass")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
 	fs.StringVar(&o.Lang, "lang", "python", "language: python, javascript or bash")
-	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit of each program run (default 30s)")
-	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB)")
+	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run (default 30s)")
+	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of each program run (default 256MiB)")
 	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores of each program run (default 1)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the outcome and the history")
 	fs.StringVar(&o.Events, "events", "", "write one JSON line per step to FILE, or - for stdout")
@@ -105,6 +105,9 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 		return exitCodeFor(s.err, err)
 	}
 	res, err := runRun(ctx, o, s)
+	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
+		return code
+	}
 	return runExit(s, o, res, err)
 }
 
@@ -117,8 +120,6 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 		return usagef("--tests and --test-file exclude each other: the model writes tests, or you give them")
 	case o.Events == "-" && o.JSON:
 		return usagef("--events - and --json both want stdout: write the events to a file")
-	case o.Limits.WallTime < 0 || (o.setFlags["timeout"] && o.Limits.WallTime == 0):
-		return usagef("--timeout must be positive")
 	case o.Session != "" && o.Workdir != "":
 		return usagef("--session and --workdir exclude each other: a session keeps its own workspace")
 	}
@@ -220,7 +221,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	obs, closeEvents, err := runObservers(o, s)
+	obs, closeEvents, err := runObservers(ctx, o, s)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +274,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 }
 
 // runObservers builds the progress renderer and the event writer.
-func runObservers(o runOptions, s stdio) (agent.Observer, func(), error) {
+func runObservers(ctx context.Context, o runOptions, s stdio) (agent.Observer, func(), error) {
 	var obs []agent.Observer
 	closeFn := func() {}
 	if o.Progress || isTerminal(s.err) {
@@ -286,7 +287,7 @@ func runObservers(o runOptions, s stdio) (agent.Observer, func(), error) {
 		case o.NoVerify:
 			mode = modePlain
 		}
-		obs = append(obs, newProgress(s.err, mode))
+		obs = append(obs, newProgress(ctx, s.err, mode))
 	}
 	switch o.Events {
 	case "":
