@@ -18,8 +18,8 @@ import (
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/termtext"
 	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/termtext"
 )
 
 // evalOptions are the inputs of `codeagent eval`.

@@ -12,8 +12,12 @@ func TestFlagBounds(t *testing.T) {
 	_, model := modelServer(t)
 	prog := writeProgram(t, "p.py", "print(1)\n")
 	tasks := evalTasksFile(t)
-	runArgs := func(extra ...string) []string { return append(append(append([]string{"run"}, model...), extra...), "x") }
-	evalArgs := func(extra ...string) []string { return append(append([]string{"eval", "--tasks", tasks}, model...), extra...) }
+	runArgs := func(extra ...string) []string {
+		return append(append(append([]string{"run"}, model...), extra...), "x")
+	}
+	evalArgs := func(extra ...string) []string {
+		return append(append([]string{"eval", "--tasks", tasks}, model...), extra...)
+	}
 	for _, c := range []struct {
 		args []string
 		flag string
