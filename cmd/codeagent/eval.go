@@ -267,7 +267,7 @@ type evalStopped struct {
 }
 
 func (e evalStopped) detail() string {
-	s := fmt.Sprintf(" after %d of %d run(s)", e.done, e.total)
+	s := fmt.Sprintf(" after %d of %d sample(s)", e.done, e.total)
 	if e.results != "" {
 		s += fmt.Sprintf("; run the same command again to resume from %s", e.results)
 	}

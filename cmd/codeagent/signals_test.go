@@ -43,7 +43,7 @@ func TestInterruptedCommandsExit130WithOneLine(t *testing.T) {
 		{"run SIGTERM", syscall.SIGTERM, append(append([]string{"run"}, flags...), "do it"), 143, "codeagent: terminated\n"},
 		{"exec", syscall.SIGINT, []string{"exec", writeProgram(t, "sleep.py", "import time\ntime.sleep(30)\n")}, 130, "codeagent: interrupted\n"},
 		{"eval", syscall.SIGINT, append(append([]string{"eval"}, flags...), "--tasks", evalTasksFile(t), "--concurrency", "1", "--results", results), 130,
-			"codeagent: interrupted after 0 of 3 task(s); run the same command again to resume from " + results + "\n"},
+			"codeagent: interrupted after 0 of 3 sample(s); run the same command again to resume from " + results + "\n"},
 		{"check", syscall.SIGINT, []string{"check", hostile}, 130, "codeagent: interrupted\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
