@@ -57,6 +57,16 @@ type Spec struct {
 	Stdout, Stderr io.Writer
 	// Limits bound the execution; zero fields take DefaultLimits' values.
 	Limits Limits
+	// Stream sends all of stdout and stderr to Stdout and Stderr as it
+	// comes, without Limits.Output's cap, and keeps none of it in the
+	// Result: for a long-lived program whose caller reads, bounds and
+	// parses what it writes (a kernel, see package kernel). The program
+	// waits while Stdout or Stderr do.
+	Stream bool
+	// Started, when set, is called once the program runs, with a handle
+	// on it that is valid until Run returns. Backends that cannot offer
+	// one do not call it.
+	Started func(Running)
 }
 
 // File is a read-only file placed inside the sandbox.
