@@ -35,6 +35,7 @@ type Backend struct {
 	etc     string        // the prepared /etc
 	mnt     string        // the workspace mount point and /proc masks
 	hostUID int           // the host uid of programs when root, else -1
+	warm    *warmPool     // warm interpreters (Config.WarmPython), or nil
 
 	bg          sync.WaitGroup // cleanups and refills under way
 	liveCgroups atomic.Int64   // cgroups created and not yet removed
@@ -107,6 +108,9 @@ func New(cfg Config) (*Backend, error) {
 	if rep.CgroupVersion > 0 {
 		b.cgroups = mgr
 	}
+	if cfg.WarmPython > 0 && b.asRoot() && b.cgroups != nil {
+		b.warm = newWarmPool(b, cfg.WarmPython)
+	}
 	return b, nil
 }
 
@@ -116,6 +120,9 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
 	}
 	lim := spec.Limits.WithDefaults()
+	if res, ok, err := b.runWarm(ctx, spec, lim); ok {
+		return res, err
+	}
 	r := &run{b: b, spec: spec, lim: lim}
 	r.initFD.Store(-1)
 	res, err := r.execute(ctx)
@@ -191,8 +198,8 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	defer ws.Stop()
 
-	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
-	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
+	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout, Stream: r.spec.Stream}
+	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr, Stream: r.spec.Stream}
 	drained := l.collect(stdout, stderr)
 	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot()), r.b.seccomp, r.spec.Files, r.spec.Stdin)
 
@@ -234,6 +241,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		return res, &sandbox.SetupError{Reason: "release sandbox", Err: err}
 	}
 	_ = l.blockW.Close()
+	r.started(l)
 
 	kill := func(why sandbox.KillReason) { r.kill(l, why) }
 	timer := time.AfterFunc(r.lim.WallTime, func() { kill(sandbox.KilledTimeout) })
