@@ -14,6 +14,8 @@ type Usage struct {
 	// Memory is the memory charged to the sandbox now (its cgroup's
 	// usage, page cache included), or 0 when not measured.
 	Memory int64
+	// PeakMemory is the most memory charged to it so far.
+	PeakMemory int64
 	// RSS is the resident memory of its processes now, summed.
 	RSS int64
 	// CPUTime is the CPU time its processes have used since it started.

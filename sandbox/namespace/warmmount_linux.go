@@ -217,7 +217,9 @@ func (r running) Usage() sandbox.Usage {
 		return u
 	}
 	u.Memory = readInt(f.usage)
-	u.CPUTime = max(r.cg.Stats().CPUTime-r.baseCPU, 0)
+	st := r.cg.Stats()
+	u.PeakMemory = st.PeakMemory
+	u.CPUTime = max(st.CPUTime-r.baseCPU, 0)
 	procs, _ := os.ReadFile(f.procs)
 	for _, p := range strings.Fields(string(procs)) {
 		u.RSS += statusKB(p, "VmRSS:")
