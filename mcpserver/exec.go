@@ -130,6 +130,9 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, out, err
 	}
+	if err := s.checkKeepState(l, in); err != nil {
+		return nil, out, err
+	}
 	st, ctx, done, err := s.session(ctx, req)
 	if err != nil {
 		return nil, out, err
@@ -146,7 +149,10 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	}
 	runID := randomID()
 	s.audit(ctx, st, runID, "execute_code", map[string]any{"language": l.Name, "code": in.Code,
-		"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits})
+		"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "keep_state": in.KeepState})
+	if in.KeepState {
+		return s.executeCell(ctx, st, ws, in, limits, before, runID)
+	}
 	prog := "/code/main" + l.Ext
 	env := map[string]string{}
 	for k, v := range l.Env {

@@ -96,6 +96,9 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	}
 	st.cancel()
 	st.calls.Wait()
+	if s.deps.Kernels != nil {
+		s.deps.Kernels.Forget(kernelKey(st))
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.ws != nil {

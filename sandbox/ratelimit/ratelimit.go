@@ -49,11 +49,20 @@ func (e *LimitError) Error() string {
 
 // Run waits for the limit, if that fits ctx, then runs spec.
 func (l *Limiter) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if err := l.Wait(ctx); err != nil {
+		return sandbox.Result{}, err
+	}
+	return l.next.Run(ctx, spec)
+}
+
+// Wait admits one execution made without Run (a kernel's cell): it waits
+// for the limit if that fits ctx, and otherwise fails as Run does.
+func (l *Limiter) Wait(ctx context.Context) error {
 	r := l.lim.Reserve()
 	if wait := r.Delay(); wait > 0 {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			r.Cancel()
-			return sandbox.Result{}, &LimitError{PerMinute: l.perMinute, Wait: wait}
+			return &LimitError{PerMinute: l.perMinute, Wait: wait}
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -61,10 +70,10 @@ func (l *Limiter) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		case <-ctx.Done():
 			t.Stop()
 			r.Cancel()
-			return sandbox.Result{}, fmt.Errorf("waiting for the rate limit: %w", ctx.Err())
+			return fmt.Errorf("waiting for the rate limit: %w", ctx.Err())
 		}
 	}
-	return l.next.Run(ctx, spec)
+	return nil
 }
 
 // Close closes the wrapped sandbox.
