@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/store"
@@ -55,11 +56,20 @@ func classify(err error) *apiError {
 	var le *ratelimit.LimitError
 	var mb *http.MaxBytesError
 	var se *sandbox.SetupError
+	var kb *kernel.BusyError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &qf):
 		return &apiError{Status: http.StatusTooManyRequests, Code: "queue_full", Message: err.Error(), RetryAfter: qf.RetryAfter}
+	case errors.As(err, &kb):
+		return &apiError{Status: http.StatusTooManyRequests, Code: "kernels_busy", Message: err.Error(), RetryAfter: kb.RetryAfter}
+	case errors.Is(err, kernel.ErrInvalid):
+		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
+	case errors.Is(err, kernel.ErrWorkspace):
+		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: err.Error()}
+	case errors.Is(err, kernel.ErrEnded):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "kernel_ended", Message: "the kernel ended before the cell ran: try again", RetryAfter: time.Second}
 	case errors.As(err, &le):
 		return &apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: err.Error(), RetryAfter: le.Wait}
 	case errors.As(err, &mb):
