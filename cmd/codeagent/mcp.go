@@ -14,6 +14,7 @@ import (
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox/backends"
 )
 
@@ -104,7 +105,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	defer st.Close()
-	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, Logger: logger})
+	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger})
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}
@@ -112,7 +113,9 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	defer sb.Close() // after the server: its programs are gone by then
-	deps.Store, deps.Sandbox = st, sb
+	km := kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb}, Logger: logger})
+	defer km.Close() // after the server, before the sandbox
+	deps.Store, deps.Sandbox, deps.Kernels = st, sb, km
 	srv, err := mcpserver.New(mcpserver.Config{Version: version}, deps)
 	if err != nil {
 		return usageError{err}
