@@ -157,7 +157,10 @@ func TestEvalHumanEval(t *testing.T) {
 			t.Fatalf("results line %q: %v", l, err)
 		}
 		ids[r.TaskID] = true
-		if r.Passed || !strings.Contains(r.ScoreOutput, "NameError") || r.Tokens == 0 {
+		// print(2 + 3) defines nothing, so it is scored after the prompt,
+		// as the reference harness does: the hidden tests run and fail.
+		ran := strings.Contains(r.ScoreOutput, "AssertionError") || strings.Contains(r.ScoreOutput, "NameError")
+		if r.Passed || !ran || r.Tokens == 0 {
 			t.Errorf("%s: passed %v, tokens %d, score output %q: want the hidden tests run on the model's program", r.TaskID, r.Passed, r.Tokens, r.ScoreOutput)
 		}
 	}
