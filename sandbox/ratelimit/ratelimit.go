@@ -135,12 +135,3 @@ func (b *memoryBucket) Take(_ context.Context, maxWait time.Duration) (Reservati
 	}
 	return Reservation{OK: true, Wait: wait, Cancel: r.Cancel}, nil
 }
-
-// Spend counts n executions made elsewhere against the limit.
-//
-// Deprecated: share a Bucket (NewShared) instead.
-func (l *Limiter) Spend(n int) {
-	for range min(n, l.perMinute) {
-		_, _ = l.bucket.Take(context.Background(), 0)
-	}
-}
