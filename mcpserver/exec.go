@@ -231,13 +231,3 @@ func resultWith(out any, images []mcp.Content) (*mcp.CallToolResult, error) {
 	}
 	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: string(b)}}, images...)}, nil
 }
-
-// audit writes one record of the session's audit log; a failure is logged.
-func (s *Server) audit(ctx context.Context, st *sessionState, runID, kind string, data map[string]any) {
-	if s.deps.Store == nil {
-		return
-	}
-	if _, err := s.deps.Store.Audit(context.WithoutCancel(ctx), st.label, runID, kind, data); err != nil {
-		s.log.Warn("audit", "kind", kind, "err", err)
-	}
-}

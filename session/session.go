@@ -1,7 +1,9 @@
-// Package session ties the agent to the store: it records a run's attempts
-// and every step in the audit log as the run goes (so that a killed process
-// loses at most the attempt under way), and summarises a session's earlier
-// turns for the model.
+// Package session ties the agent to the store, the one way for the CLI,
+// the server and MCP: a run takes its session's lease (Start), records its
+// attempts and every step in the audit log as it goes (so that a killed
+// process loses at most the attempt under way), executes only what was
+// recorded first (Audited) under the session's rate limit, and records its
+// end (Finish); Summary renders a session's earlier turns for the model.
 package session
 
 import (

@@ -156,8 +156,7 @@ func (s *Store) VerifyAudit(ctx context.Context) (int, error) {
 	return len(recs), nil
 }
 
-// CountAudit counts the records of a kind for a session since a time; the
-// rate limit uses it to carry a session's executions across processes.
+// CountAudit counts the records of a kind for a session since a time.
 func (s *Store) CountAudit(ctx context.Context, session, kind string, since time.Time) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit WHERE session = ? AND kind = ? AND ts >= ?`,

@@ -259,9 +259,9 @@ func (s *Store) Attempts(ctx context.Context, turnID string) ([]Attempt, error) 
 	return out, rows.Err()
 }
 
-// MarkInterrupted turns every turn still marked running into interrupted.
-// Call it when no run can be under way, e.g. at the start of a command that
-// holds the session.
+// MarkInterrupted turns every turn still marked running into interrupted,
+// whoever runs it: only for tests and tools that know no process runs the
+// session. Runs use InterruptRunning under the session's lease.
 func (s *Store) MarkInterrupted(ctx context.Context, sessionID string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE turns SET status = ?, finished_at = ? WHERE session_id = ? AND status = ?`,
 		TurnInterrupted, now(), sessionID, TurnRunning)
