@@ -28,9 +28,9 @@ import (
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/safety"
-	"github.com/codeagent/codeagent/workspace"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/workspace"
 )
 
 // Config is how a Server behaves. Zero fields take the defaults.

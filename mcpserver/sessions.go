@@ -22,12 +22,12 @@ import (
 // sessionState is what one MCP session owns: its workspace (created on
 // first use), its rate limit, and the calls under way.
 type sessionState struct {
-	label   string // session name in audit records: mcp-<id>, or mcp-<owner>-<id>
-	ctx     context.Context
-	cancel  context.CancelFunc
-	bucket  ratelimit.Bucket // the session's rate limit
-	busy    chan struct{} // held while a call uses the workspace
-	calls   sync.WaitGroup
+	label  string // session name in audit records: mcp-<id>, or mcp-<owner>-<id>
+	ctx    context.Context
+	cancel context.CancelFunc
+	bucket ratelimit.Bucket // the session's rate limit
+	busy   chan struct{}    // held while a call uses the workspace
+	calls  sync.WaitGroup
 
 	mu sync.Mutex
 	ws *workspace.Workspace

@@ -19,11 +19,11 @@ const (
 
 // execRequest is the body of POST /v1/exec.
 type execRequest struct {
-	Language string            `json:"language"`
-	Code     string            `json:"code"`
-	Files    map[string]string `json:"files"`
-	Stdin    string            `json:"stdin"`
-	Env      map[string]string `json:"env"`
+	Language string                     `json:"language"`
+	Code     string                     `json:"code"`
+	Files    map[string]string          `json:"files"`
+	Stdin    string                     `json:"stdin"`
+	Env      map[string]string          `json:"env"`
 	Limits   map[string]json.RawMessage `json:"limits"`
 }
 

@@ -17,7 +17,7 @@ import (
 
 // Run statuses.
 const (
-	runRunning   = "running"
+	runRunning     = "running"
 	runSucceeded   = "succeeded"
 	runFailed      = "failed"
 	runCanceled    = "canceled"

@@ -33,7 +33,7 @@ type Turn struct {
 	ModelTime    time.Duration `json:"model_ns"`
 	SandboxTime  time.Duration `json:"sandbox_ns"`
 	StartedAt    time.Time     `json:"started_at"`
-	FinishedAt   time.Time     `json:"finished_at"` // zero while running
+	FinishedAt   time.Time     `json:"finished_at"`       // zero while running
 	Message      string        `json:"message,omitempty"` // why it ended so: an error, a cancellation's cause
 	Artifacts    []Artifact    `json:"artifacts"`
 	// Result is the agent's result as JSON, and Events the events of the
