@@ -88,6 +88,9 @@ func New(cfg Config) (*Backend, error) {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
 		}
 	}
+	if n := sweepLeftovers(base); n > 0 {
+		log.Info("removed the directories of sandbox backends whose process died", "dir", base, "removed", n)
+	}
 	etcBase := base
 	if hostUID < 0 {
 		if c := userCacheBase(); c != "" {
