@@ -89,7 +89,7 @@ const (
 // workspace is the directory bwrap binds at /workspace; mapIDs says that
 // codeagent writes the user namespace's id maps (see writeIDMaps), which
 // bwrap then waits for.
-func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, mapIDs bool) []string {
+func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, mapIDs bool, tmp []tmpFile) []string {
 	size := strconv.FormatInt(lim.Disk, 10)
 	shm := strconv.FormatInt(min(lim.Disk, lim.Memory), 10)
 	uid := strconv.Itoa(sandboxUID)
@@ -126,6 +126,7 @@ func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace s
 	for i, f := range spec.Files {
 		args = append(args, "--ro-bind-data", strconv.Itoa(fdData+i), f.Path)
 	}
+	args = append(args, tmpFileOptions(tmp, fdData+len(spec.Files))...)
 	return append(args, "--remount-ro", "/", "--chdir", sandbox.WorkspacePath)
 }
 
