@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -43,6 +44,9 @@ func procMasks(mnt string) []string {
 		fi, err := os.Lstat(p)
 		switch {
 		case err != nil:
+		case fi.Mode().Perm()&0o044 == 0 && ownedByRoot(fi):
+			// Root-only, and programs never run as root: closed to them
+			// already, so no mount (each costs about 0.1 ms per start).
 		case fi.IsDir():
 			args = append(args, "--ro-bind", mnt+"/empty", p)
 		default:
@@ -147,4 +151,9 @@ func environ(extra map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func ownedByRoot(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == 0
 }
