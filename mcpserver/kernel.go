@@ -40,16 +40,21 @@ func (s *Server) checkKeepState(l lang.Language, in ExecuteInput) error {
 }
 
 func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspace.Workspace, in ExecuteInput, limits sandbox.Limits,
-	before workspace.Snapshot, runID string) (*mcp.CallToolResult, ExecuteOutput, error) {
+	before workspace.Snapshot, rec *session.Recorder) (*mcp.CallToolResult, ExecuteOutput, error) {
 	var out ExecuteOutput
 	rctx, cancel := context.WithTimeout(ctx, maxRateWait)
-	err := st.limited.Wait(rctx)
+	err := s.sandbox(st, nil).Wait(rctx)
 	cancel()
 	if err != nil {
 		return nil, out, err
 	}
-	res, err := s.deps.Kernels.Exec(ctx, kernelKey(st), ws.Dir, kernel.Cell{Code: in.Code, Stdin: in.Stdin, Timeout: limits.WallTime})
-	if err != nil {
+	var res kernel.Result
+	exec := func() (sandbox.Result, error) {
+		var err error
+		res, err = s.deps.Kernels.Exec(ctx, kernelKey(st), ws.Dir, kernel.Cell{Code: in.Code, Stdin: in.Stdin, Timeout: limits.WallTime})
+		return res.Result, err
+	}
+	if _, err := rec.Cell(in.Code, limits.WallTime, exec); err != nil {
 		return nil, out, err
 	}
 	j := res.JSON()
@@ -75,8 +80,8 @@ func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspac
 		out.Display = append(out.Display, shown)
 	}
 	out.Images = res.Images
-	if s.deps.Store != nil {
-		session.NewRecorder(ctx, s.deps.Store, st.label, "", runID, s.log).Event(agent.Event{Type: agent.EventExecuted,
+	if rec != nil {
+		rec.Event(agent.Event{Type: agent.EventExecuted,
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: res.WallTime.Milliseconds()})
 	}
 	out.Files, out.Skipped, err = ws.Changes(before, workspace.Limits{}, nil)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -75,8 +76,10 @@ func (s *Server) sessionRoot(r *http.Request, write bool) (*os.Root, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	if write && s.runs.activeIn(o.ID) != "" {
-		return nil, "", conflict("a run is using the session's workspace; wait for it or cancel it")
+	if write {
+		if err := s.workspaceFree(r.Context(), o.ID); err != nil {
+			return nil, "", err
+		}
 	}
 	ws, err := s.sessionWorkspace(o.Owner, o.ID)
 	if err != nil {
@@ -87,6 +90,18 @@ func (s *Server) sessionRoot(r *http.Request, write bool) (*os.Root, string, err
 		return nil, "", fmt.Errorf("workspace: %w", err)
 	}
 	return root, ws.Dir, nil
+}
+
+// workspaceFree refuses changes to session id's workspace while a run, of
+// this server or another process, is using it.
+func (s *Server) workspaceFree(ctx context.Context, id string) error {
+	if s.runs.activeIn(id) != "" {
+		return conflict("a run is using the session's workspace; wait for it or cancel it")
+	}
+	if l, live, err := s.deps.Store.SessionLease(ctx, id); err == nil && live {
+		return conflict("a run of another codeagent process (%s) is using the session's workspace", l.Owner.Describe())
+	}
+	return nil
 }
 
 func (s *Server) handleListFiles(w http.ResponseWriter, r *http.Request) {
@@ -208,10 +223,11 @@ func (s *Server) handleUploadMultipart(w http.ResponseWriter, r *http.Request) {
 
 func uploadError(err error) error {
 	var mb *http.MaxBytesError
-	if errors.As(err, &mb) {
-		return err
+	var se errStore
+	if errors.As(err, &mb) || errors.As(err, &se) {
+		return err // too large, or the server's failure (a full disk: 507)
 	}
-	return badRequest("reading the upload: %v", err)
+	return badRequest("reading the upload: %v", publicMessage(err.Error()))
 }
 
 // handleDownload serves a workspace file: images inline (SVG under a CSP

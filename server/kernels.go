@@ -1,7 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +13,7 @@ import (
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/session"
 )
 
 // Kernels: POST /v1/sessions/{id}/exec with "state": "keep" runs a cell in
@@ -21,12 +24,12 @@ import (
 
 // sessionExecRequest is the body of POST /v1/sessions/{id}/exec.
 type sessionExecRequest struct {
-	Language string            `json:"language"`
-	Code     string            `json:"code"`
-	State    string            `json:"state"`
-	Stdin    string            `json:"stdin"`
-	Env      map[string]string `json:"env"`
-	Limits   execLimits        `json:"limits"`
+	Language string                     `json:"language"`
+	Code     string                     `json:"code"`
+	State    string                     `json:"state"`
+	Stdin    string                     `json:"stdin"`
+	Env      map[string]string          `json:"env"`
+	Limits   map[string]json.RawMessage `json:"limits"`
 }
 
 // kernelKey is the kernel of the caller's session: owner and session both.
@@ -62,6 +65,23 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if req.State != "" && req.State != "fresh" && req.State != "keep" {
+		s.writeError(w, r, badRequest("state must be keep or fresh, not %q", req.State))
+		return
+	}
+	keep := req.State == "keep"
+	if keep && l.Name != "python" {
+		s.writeError(w, r, badRequest("state keep runs Python only"))
+		return
+	}
+	if _, timeout := req.Limits["timeout"]; keep && (len(req.Env) > 0 || len(req.Limits) > 1 || (len(req.Limits) == 1 && !timeout)) {
+		s.writeError(w, r, badRequest("with state keep only limits.timeout applies: the kernel's environment and limits are the server's (see --kernel-memory)"))
+		return
+	}
+	if err := s.workspaceFree(r.Context(), o.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	ws, err := s.sessionWorkspace(o.Owner, o.ID)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -72,35 +92,36 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.endExec()
-	switch req.State {
-	case "", "fresh":
+	// Audited like /v1/exec: the request, then each execution's start
+	// and end, in the session's name.
+	rec := session.NewRecorder(r.Context(), s.deps.Store, o.Name, "", "exec-"+session.NewRunID(), s.log)
+	if err := rec.Audit("exec_request", map[string]any{"key": o.Owner, "language": l.Name, "state": cmp.Or(req.State, "fresh")}); err != nil {
+		s.writeError(w, r, &session.AuditError{Err: err})
+		return
+	}
+	if !keep {
 		prog := "/code/main" + l.Ext
 		spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
 			Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits}
-		res, err := (&queuedSandbox{s: s, source: "exec", bounded: true}).Run(r.Context(), spec)
+		res, err := session.Audited(&queuedSandbox{s: s, source: "exec", bounded: true}, rec).Run(r.Context(), spec)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, res.JSON())
-	case "keep":
-		if l.Name != "python" {
-			s.writeError(w, r, badRequest("state keep runs Python only"))
-			return
-		}
-		if len(req.Env) > 0 || req.Limits != (execLimits{Timeout: req.Limits.Timeout}) {
-			s.writeError(w, r, badRequest("with state keep only limits.timeout applies: the kernel's environment and limits are the server's (see --kernel-memory)"))
-			return
-		}
-		res, err := s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, kernel.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime})
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res.JSON())
-	default:
-		s.writeError(w, r, badRequest("state must be keep or fresh, not %q", req.State))
+		return
 	}
+	var res kernel.Result
+	_, err = rec.Cell(req.Code, limits.WallTime, func() (sandbox.Result, error) {
+		var err error
+		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, kernel.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime})
+		return res.Result, err
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res.JSON())
 }
 
 // execCell runs a cell through the execution queue and counts it.

@@ -10,11 +10,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox/backends"
 )
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/session"
+	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -63,37 +66,60 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	return exitCodeFor(s.err, err)
 }
 
-// replWorkspace is the repl's workspace: the session's, the directory
-// given, or a temporary one.
-func replWorkspace(ctx context.Context, o replOptions) (*workspace.Workspace, error) {
+// replSession is the repl's hold on its session (with --session): the
+// session's lease for the repl's life, and the recorder of its audit log.
+type replSession struct {
+	st  *store.Store
+	run *session.Run
+}
+
+func (r *replSession) close() {
+	if r.run != nil {
+		r.run.Close()
+	}
+	if r.st != nil {
+		_ = r.st.Close()
+	}
+}
+
+// replWorkspace is the repl's workspace: the session's (its lease taken
+// first), the directory given, or a temporary one.
+func replWorkspace(ctx context.Context, o replOptions, sb sandbox.Sandbox, log *slog.Logger) (*workspace.Workspace, *replSession, error) {
+	rs := &replSession{}
 	if o.Session == "" {
 		ws, err := workspace.New(o.Workdir)
 		if err != nil && o.Workdir != "" {
 			err = usageError{err}
 		}
-		return ws, err
+		return ws, rs, err
 	}
 	if err := checkSessionName(o.Session); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st, dir, err := openDataStore(ctx, o.DataDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer st.Close()
-	if _, _, err := openSession(ctx, st, dir, o.Session); err != nil {
-		return nil, err
+	rs.st = st
+	sess, err := ensureSession(ctx, st, dir, o.Session)
+	if err == nil {
+		rs.run, err = session.Start(ctx, session.Options{Store: st, Session: sess, Task: "repl", Purpose: "codeagent repl",
+			Sandbox: sb, Logger: log})
 	}
-	return openSessionWorkspace(dir, o.Session)
+	var ws *workspace.Workspace
+	if err == nil {
+		ws, err = openSessionWorkspace(dir, o.Session)
+	}
+	if err != nil {
+		rs.close()
+		return nil, nil, err
+	}
+	return ws, rs, nil
 }
 
 func runRepl(ctx context.Context, o replOptions, s stdio) error {
-	ws, err := replWorkspace(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, WarmPython: 1, Logger: newLogger(s.err)})
+	log := newLogger(s.err)
+	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, WarmPython: 1, Logger: log})
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}
@@ -101,11 +127,23 @@ func runRepl(ctx context.Context, o replOptions, s stdio) error {
 		return err
 	}
 	defer sb.Close()
+	ws, rs, err := replWorkspace(ctx, o, sb, log)
+	if err != nil {
+		return err
+	}
+	defer rs.close()
+	defer ws.Close()
+	var rec *session.Recorder
+	if rs.run != nil {
+		// In a session, the kernel and each cell are in its audit log.
+		rec = rs.run.Rec
+		sb = session.Audited(sb, rec)
+	}
 	lim := sandbox.Limits{Memory: o.Limits.Memory}
 	sess := kernel.NewSession(kernel.Options{Sandbox: sb, Workspace: ws.Dir, Limits: lim})
 	defer sess.Close()
 
-	r := &repl{s: s, sess: sess, timeout: o.Limits.WallTime}
+	r := &repl{s: s, sess: sess, rec: rec, timeout: o.Limits.WallTime}
 	if f, ok := s.in.(*os.File); ok && isTTY(f) {
 		restore, err := rawTerminal(int(f.Fd()))
 		if err != nil {
@@ -145,6 +183,7 @@ func readBytes(f *os.File, ch chan<- byte) {
 type repl struct {
 	s       stdio
 	sess    *kernel.Session
+	rec     *session.Recorder // nil outside a session
 	timeout time.Duration
 	ed      *editor     // nil when stdin is not a terminal
 	keys    *byteSource // the terminal's bytes, with ed
@@ -227,13 +266,18 @@ func (r *repl) runCell(ctx context.Context, code string) error {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := r.sess.Exec(cctx, kernel.Cell{Code: code, Timeout: r.timeout, OnOutput: func(stream string, data []byte) {
-			if stream == "stderr" {
-				_, _ = errOut.Write(data)
-			} else {
-				_, _ = out.Write(data)
-			}
-		}})
+		var res kernel.Result
+		_, err := r.rec.Cell(code, r.timeout, func() (sandbox.Result, error) {
+			var err error
+			res, err = r.sess.Exec(cctx, kernel.Cell{Code: code, Timeout: r.timeout, OnOutput: func(stream string, data []byte) {
+				if stream == "stderr" {
+					_, _ = errOut.Write(data)
+				} else {
+					_, _ = out.Write(data)
+				}
+			}})
+			return res.Result, err
+		})
 		done <- answer{res, err}
 	}()
 	var a answer

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/mcpserver"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
 	"github.com/codeagent/codeagent/server"

@@ -34,6 +34,7 @@ type Backend struct {
 	cgroups cgroupManager // nil: rlimits only
 	etc     string        // the prepared /etc
 	mnt     string        // the workspace mount point and /proc masks
+	mpl     *tmpFile      // matplotlib's font list for Python sandboxes, or nil
 	hostUID int           // the host uid of programs when root, else -1
 	warm    *warmPool     // warm interpreters (Config.WarmPython), or nil
 
@@ -89,6 +90,9 @@ func New(cfg Config) (*Backend, error) {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
 		}
 	}
+	if n := sweepLeftovers(base); n > 0 {
+		log.Info("removed the directories of sandbox backends whose process died", "dir", base, "removed", n)
+	}
 	etcBase := base
 	if hostUID < 0 {
 		if c := userCacheBase(); c != "" {
@@ -108,6 +112,7 @@ func New(cfg Config) (*Backend, error) {
 	if rep.CgroupVersion > 0 {
 		b.cgroups = mgr
 	}
+	b.mpl = b.prepareMplCache(etcBase)
 	if cfg.WarmPython > 0 && b.asRoot() && b.cgroups != nil {
 		b.warm = newWarmPool(b, cfg.WarmPython)
 	}
@@ -201,7 +206,8 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout, Stream: r.spec.Stream}
 	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr, Stream: r.spec.Stream}
 	drained := l.collect(stdout, stderr)
-	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot()), r.b.seccomp, r.spec.Files, r.spec.Stdin)
+	tmp := r.b.tmpFilesFor(r.spec)
+	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot(), tmp), r.b.seccomp, r.spec.Files, tmp, r.spec.Stdin)
 
 	childPid, err := readChildPid(l.infoR)
 	if err == nil {
