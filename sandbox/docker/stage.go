@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/codeagent/codeagent/sandbox/internal/sparse"
 )
 
 // maxEntries bounds the entries a program may leave in its workspace.
@@ -136,7 +138,7 @@ func copyOpened(in *os.File, dst string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := copyContent(out, in); err != nil {
+	if err := sparse.Copy(out, in); err != nil {
 		out.Close()
 		return err
 	}
@@ -291,7 +293,7 @@ func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, perm fs.FileMode, sa
 		if err != nil {
 			return err
 		}
-		if err := copyContent(out, in); err != nil {
+		if err := sparse.Copy(out, in); err != nil {
 			out.Close()
 			return err
 		}
