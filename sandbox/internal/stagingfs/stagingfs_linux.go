@@ -37,9 +37,13 @@ func Format(img *os.File, size int64, inodes int) error {
 	if err := img.Truncate((size + 4095) &^ 4095); err != nil {
 		return err
 	}
-	out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-m", "0",
+	// mke2fs gets the file itself, not its name, which could lead elsewhere
+	// by then.
+	cmd := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-m", "0",
 		"-O", "^has_journal,^resize_inode", "-N", strconv.Itoa(inodes),
-		"-E", "lazy_itable_init=1,nodiscard", img.Name()).CombinedOutput()
+		"-E", "lazy_itable_init=1,nodiscard", "/dev/fd/3")
+	cmd.ExtraFiles = []*os.File{img}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("mke2fs: %v: %s", err, strings.TrimSpace(string(out)))
 	}

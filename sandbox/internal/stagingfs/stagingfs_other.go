@@ -12,3 +12,6 @@ func Fit(*os.File, int64) (int, error)  { return 0, ErrUnsupported }
 func Release(*os.File) error            { return ErrUnsupported }
 func UnmountBelow(string)               {}
 func UnescapeMount(s string) string     { return s }
+
+func NewImage(string) (*os.File, error) { return nil, ErrUnsupported }
+func Sweep(string) int                  { return 0 }
