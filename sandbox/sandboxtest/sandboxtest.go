@@ -29,6 +29,13 @@ type Features struct {
 	// process by rlimits (an allocation fails instead of the sandbox being
 	// killed) and there is no CPU quota.
 	RlimitsOnly bool
+	// ReactiveDisk: the workspace disk limit rests on a watcher that kills
+	// the program once it is past the limit, not on a file system or quota
+	// of the limit's size that refuses the writes (the namespace backend
+	// run by an ordinary user). The disk attacks then allow the documented
+	// overshoot of that mode (reactiveDiskBound) and skip the attacks that
+	// only a size-limited file system stops.
+	ReactiveDisk bool
 }
 
 // RunWith runs the whole suite against sb with features f.
@@ -49,6 +56,14 @@ func featuresOf(sb sandbox.Sandbox) Features {
 		return w.f
 	}
 	return Features{}
+}
+
+// backendOf is the backend RunWith was given, for its optional interfaces.
+func backendOf(sb sandbox.Sandbox) sandbox.Sandbox {
+	if w, ok := sb.(withFeatures); ok {
+		return w.Sandbox
+	}
+	return sb
 }
 
 // program is one execution of the suite.
