@@ -208,7 +208,9 @@ func stageOut(src, ws string, snap snapshot, modes map[string]fs.FileMode) error
 		if last != "" && strings.HasPrefix(rel, last+"/") {
 			continue // inside a directory already removed
 		}
-		if err := wr.RemoveAll(rel); err != nil {
+		// ENOTDIR: a directory above was replaced by a file, which took
+		// the entry with it.
+		if err := wr.RemoveAll(rel); err != nil && !errors.Is(err, syscall.ENOTDIR) {
 			return fmt.Errorf("remove %s from the workspace: %w", rel, err)
 		}
 		last = rel
