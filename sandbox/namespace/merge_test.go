@@ -81,7 +81,7 @@ func TestMerge(t *testing.T) {
 		code  string
 		check func(t *testing.T, ws string)
 	}{{
-		name: "RenamedDirectories",
+		name:  "RenamedDirectories",
 		setup: files("a/x/1", "a/y/2", "b/3", "c/d/e/4", "s1/5", "s2/6", "back/7", "gone/8", "deep/1/2/3/4/5/6/7/8/9"),
 		code: `
 os.rename('a', 'a2')                 # renamed in place
