@@ -180,10 +180,10 @@ func (b *Backend) prepareUpper(l *launcher) {
 	lim := b.upperLimits()
 	l.upperDone = make(chan struct{})
 	pid := l.cmd.Process.Pid
-	go func() {
+	b.background(func() {
 		defer close(l.upperDone)
 		l.upper, l.upperErr = b.makeUpper(pid, lim)
-	}()
+	})
 }
 
 // upperLimits are the limits of the latest run: a warm launcher's upper

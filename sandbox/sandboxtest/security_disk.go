@@ -175,25 +175,28 @@ for w in range(4):
 		})
 	}
 	t.Run("ParallelBigWrites", func(t *testing.T) {
-		// Eight processes each write one file of one FileSize in a single
-		// write(2), all at once: a watcher learns of a write when it is
-		// done, and by then the others are done too, so a reactive limit
-		// ends up to eight file sizes past the disk; at most 80 MiB.
+		// Eight processes open a file each, wait until all have, and then
+		// each writes one FileSize of 32 MiB in a single write(2), which
+		// takes longer than a time slice: a watcher learns of a write
+		// only when it is done (or when its periodic walk comes by), and
+		// by then the others are well under way, so a reactive limit ends
+		// up several file sizes past the disk limit; at most 256 MiB.
 		skipReactive(t, sb, "a write under way is seen only once it is done")
-		lim := sandbox.Limits{Disk: 10 << 20, FileSize: 10 << 20, WallTime: 20 * time.Second}
-		diskAttack(t, sb, lim, `import os
+		lim := sandbox.Limits{Disk: 10 << 20, FileSize: 32 << 20, Memory: 512 << 20, WallTime: 20 * time.Second}
+		diskAttack(t, sb, lim, `import os, time
 buf = b'\1' * `+strconv.FormatInt(lim.FileSize, 10)+`
 r, w = os.pipe()
 for i in range(8):
     if os.fork() == 0:
         os.close(w)
-        os.read(r, 1)
         fd = os.open(f'big{i}', os.O_WRONLY | os.O_CREAT, 0o644)
+        os.read(r, 1)
         try:
             os.write(fd, buf)
         except OSError:
             pass
         os._exit(0)
+time.sleep(0.01)
 os.close(r)
 os.close(w)
 for i in range(8):
