@@ -63,8 +63,14 @@ func BenchmarkOverheadWarm(b *testing.B) {
 // executions on the workspace bound itself (Config.PlainWorkspace, as
 // before overlays): the cost of the overlay's mount, the upper layer's
 // preparation at run time and an empty merge.
-func BenchmarkOverheadWarmOverlay(b *testing.B) {
-	over, err := New(Config{Warm: 2})
+func BenchmarkOverheadWarmOverlay(b *testing.B) { benchOverlay(b, 2) }
+
+// BenchmarkOverheadOverlay is the same cold: each execution also makes
+// its upper file system (mke2fs, a loop device, a mount).
+func BenchmarkOverheadOverlay(b *testing.B) { benchOverlay(b, 0) }
+
+func benchOverlay(b *testing.B, warm int) {
+	over, err := New(Config{Warm: warm})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,7 +78,7 @@ func BenchmarkOverheadWarmOverlay(b *testing.B) {
 	if over.ReactiveDisk() {
 		b.Skip("no overlay workspaces here")
 	}
-	plain, err := New(Config{Warm: 2, PlainWorkspace: true})
+	plain, err := New(Config{Warm: warm, PlainWorkspace: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -55,7 +56,9 @@ func mergeUpper(upper, ws *os.File, uid int) error {
 		return err
 	}
 	defer unix.Close(wfd)
-	m := &merger{ws: wfd, uid: uid, links: map[uint64]string{}}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	m := &merger{ws: wfd, uid: uid, links: map[uint64]string{}, tempPrefix: ".codeagent-tmp-" + hex.EncodeToString(rnd[:]) + "-"}
 	var wst unix.Stat_t
 	if err := unix.Fstat(m.ws, &wst); err != nil {
 		return err
@@ -72,7 +75,7 @@ func mergeUpper(upper, ws *os.File, uid int) error {
 	if err := m.holdOrigins(root); err != nil {
 		return err
 	}
-	if err := m.applyChildren(root, int(upper.Fd()), m.ws, ""); err != nil {
+	if err := m.applyChildren(root, int(upper.Fd()), m.ws, "", false); err != nil {
 		return err
 	}
 	if m.hold != "" {
@@ -226,6 +229,9 @@ type merger struct {
 	uid   int
 	hold  string            // the holding directory's name in ws, once made
 	links map[uint64]string // upper inode of a file with hard links: its first path in ws
+
+	tempPrefix string // of temporary names, random per merge
+	temps      int
 }
 
 // holdOrigins moves the directories the program renamed into the holding
@@ -302,19 +308,20 @@ func (m *merger) holdOrigins(root *upperEntry) error {
 }
 
 // applyChildren applies the entries of upper directory e, open as ufd, to
-// the workspace's directory open as wfd, at rel.
-func (m *merger) applyChildren(e *upperEntry, ufd, wfd int, rel string) error {
+// the workspace's directory open as wfd, at rel; fresh says that the merge
+// made that directory, so that it is empty.
+func (m *merger) applyChildren(e *upperEntry, ufd, wfd int, rel string, fresh bool) error {
 	for _, c := range e.children {
-		if err := m.apply(c, ufd, wfd, path.Join(rel, c.name)); err != nil {
+		if err := m.apply(c, ufd, wfd, path.Join(rel, c.name), fresh); err != nil {
 			return fmt.Errorf("%s: %w", path.Join(rel, c.name), err)
 		}
 	}
 	return nil
 }
 
-func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string) error {
+func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string, fresh bool) error {
 	var cur unix.Stat_t
-	exists := unix.Fstatat(wfd, c.name, &cur, unix.AT_SYMLINK_NOFOLLOW) == nil
+	exists := !fresh && unix.Fstatat(wfd, c.name, &cur, unix.AT_SYMLINK_NOFOLLOW) == nil
 	curDir := exists && cur.Mode&unix.S_IFMT == unix.S_IFDIR
 	perm := c.st.Mode & 0o777
 	switch c.st.Mode & unix.S_IFMT {
@@ -324,6 +331,7 @@ func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string) error {
 		}
 		return nil // a device: never made
 	case unix.S_IFDIR:
+		made := false
 		switch {
 		case c.held != "":
 			if exists {
@@ -349,6 +357,7 @@ func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string) error {
 			if err := unix.Mkdirat(wfd, c.name, 0o700); err != nil {
 				return err
 			}
+			made = true
 		}
 		sub, err := openDirAt(wfd, c.name)
 		if err != nil {
@@ -360,7 +369,7 @@ func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string) error {
 			return err
 		}
 		defer unix.Close(usub)
-		if err := m.applyChildren(c, usub, sub, rel); err != nil {
+		if err := m.applyChildren(c, usub, sub, rel, made); err != nil {
 			return err
 		}
 		return errors.Join(unix.Fchown(sub, m.uid, m.uid), unix.Fchmod(sub, perm), setTimes(sub, "", &c.st))
@@ -370,73 +379,91 @@ func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string) error {
 				return m.link(first, wfd, c.name, exists, curDir)
 			}
 		}
-		tmp, out, err := createTemp(wfd)
-		if err != nil {
+		err := m.put(wfd, c.name, exists, curDir, func(name string) error {
+			fd, err := unix.Openat(wfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			if err != nil {
+				return err
+			}
+			err = m.fill(ufd, c, fd)
+			if cerr := unix.Close(fd); err == nil {
+				err = cerr
+			}
 			return err
-		}
-		err = m.copyFile(ufd, c, out)
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = m.replace(wfd, tmp, c.name, curDir)
-		}
-		if err != nil {
-			_ = unix.Unlinkat(wfd, tmp, 0)
-			return err
-		}
-		if c.st.Nlink > 1 {
+		})
+		if err == nil && c.st.Nlink > 1 {
 			m.links[c.st.Ino] = rel
 		}
-		return nil
+		return err
 	case unix.S_IFLNK:
 		target, err := readlinkAt(ufd, c.name)
 		if err != nil {
 			return err
 		}
-		return m.makeThen(wfd, c, curDir, func(tmp string) error { return unix.Symlinkat(target, wfd, tmp) })
-	case unix.S_IFIFO, unix.S_IFSOCK:
-		return m.makeThen(wfd, c, curDir, func(tmp string) error {
-			if err := unix.Mknodat(wfd, tmp, c.st.Mode&unix.S_IFMT|perm, 0); err != nil {
+		return m.put(wfd, c.name, exists, curDir, func(name string) error {
+			if err := unix.Symlinkat(target, wfd, name); err != nil {
 				return err
 			}
-			return unix.Fchmodat(wfd, tmp, perm, 0)
+			return errors.Join(unix.Fchownat(wfd, name, m.uid, m.uid, unix.AT_SYMLINK_NOFOLLOW), setTimes(wfd, name, &c.st))
+		})
+	case unix.S_IFIFO, unix.S_IFSOCK:
+		return m.put(wfd, c.name, exists, curDir, func(name string) error {
+			if err := unix.Mknodat(wfd, name, c.st.Mode&unix.S_IFMT|perm, 0); err != nil {
+				return err
+			}
+			return errors.Join(unix.Fchownat(wfd, name, m.uid, m.uid, unix.AT_SYMLINK_NOFOLLOW),
+				unix.Fchmodat(wfd, name, perm, 0), setTimes(wfd, name, &c.st))
 		})
 	}
 	return nil
 }
 
-// copyFile writes the upper file c of directory ufd into out, holes kept,
-// with c's permission bits, times and the program's uid.
-func (m *merger) copyFile(ufd int, c *upperEntry, out *os.File) error {
-	fd, err := unix.Openat(ufd, c.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
+// put makes the entry name of wfd with mk: directly where nothing is in
+// the way, else under a temporary name that is then renamed over the old
+// entry (a directory there is removed first), so that other hard links of
+// a file replaced keep their content.
+func (m *merger) put(wfd int, name string, exists, curDir bool, mk func(name string) error) error {
+	if !exists {
+		err := mk(name)
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			_ = unix.Unlinkat(wfd, name, 0) // what mk made of it
+		}
 		return err
 	}
-	in := os.NewFile(uintptr(fd), c.name)
-	defer in.Close()
-	if err := sparse.Copy(out, in); err != nil {
-		return err
-	}
-	ofd := int(out.Fd())
-	return errors.Join(unix.Fchown(ofd, m.uid, m.uid), unix.Fchmod(ofd, c.st.Mode&0o777), setTimes(ofd, "", &c.st))
-}
-
-// makeThen makes an entry like c under a temporary name with mk, gives it
-// the program's uid and c's times, and renames it over c's name.
-func (m *merger) makeThen(wfd int, c *upperEntry, curDir bool, mk func(tmp string) error) error {
-	tmp := tempName()
-	if err := mk(tmp); err != nil {
-		return err
-	}
-	err := errors.Join(unix.Fchownat(wfd, tmp, m.uid, m.uid, unix.AT_SYMLINK_NOFOLLOW), setTimes(wfd, tmp, &c.st))
+	tmp := m.tempName()
+	err := mk(tmp)
 	if err == nil {
-		err = m.replace(wfd, tmp, c.name, curDir)
+		err = m.replace(wfd, tmp, name, curDir)
 	}
 	if err != nil {
 		_ = unix.Unlinkat(wfd, tmp, 0)
 	}
 	return err
+}
+
+// fill writes the upper file c of directory ufd into fd, a new empty file,
+// holes kept, and gives it c's permission bits, times and the program's
+// uid.
+func (m *merger) fill(ufd int, c *upperEntry, fd int) error {
+	if c.st.Size > 0 {
+		in, err := unix.Openat(ufd, c.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		src := os.NewFile(uintptr(in), c.name)
+		dup, err := unix.Dup(fd)
+		if err != nil {
+			src.Close()
+			return err
+		}
+		dst := os.NewFile(uintptr(dup), c.name)
+		err = sparse.Copy(dst, src)
+		src.Close()
+		dst.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return errors.Join(unix.Fchown(fd, m.uid, m.uid), unix.Fchmod(fd, c.st.Mode&0o777), setTimes(fd, "", &c.st))
 }
 
 // replace renames tmp over name in wfd; a directory there is removed first.
@@ -457,15 +484,14 @@ func (m *merger) link(first string, wfd int, name string, exists, curDir bool) e
 		return err
 	}
 	defer unix.Close(pfd)
-	tmp := tempName()
-	if err := unix.Linkat(pfd, base, wfd, tmp, 0); err != nil {
-		return err
-	}
-	if err := m.replace(wfd, tmp, name, curDir); err != nil {
-		_ = unix.Unlinkat(wfd, tmp, 0)
-		return err
-	}
-	return nil
+	return m.put(wfd, name, exists, curDir, func(name string) error { return unix.Linkat(pfd, base, wfd, name, 0) })
+}
+
+// tempName is a name for an entry about to be renamed over another: unique
+// in this merge, and made with O_EXCL or its kind's equivalent.
+func (m *merger) tempName() string {
+	m.temps++
+	return m.tempPrefix + strconv.Itoa(m.temps)
 }
 
 // openBeneath opens directory rel ("" for dir itself) below dir without
@@ -483,27 +509,6 @@ func openBeneath(dir int, rel string) (int, error) {
 // openDirAt opens the directory name of dir, not following a link.
 func openDirAt(dir int, name string) (int, error) {
 	return openBeneath(dir, name)
-}
-
-// createTemp creates a new empty file of a temporary name in dir.
-func createTemp(dir int) (string, *os.File, error) {
-	for {
-		name := tempName()
-		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		return name, os.NewFile(uintptr(fd), name), nil
-	}
-}
-
-func tempName() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return ".codeagent-tmp-" + hex.EncodeToString(b[:])
 }
 
 // readlinkAt reads the symbolic link name of dir.

@@ -406,3 +406,48 @@ func sameFile(t *testing.T, ws, a, b string) {
 		t.Errorf("%s and %s are not one file (%v %v)", a, b, err1, err2)
 	}
 }
+
+// BenchmarkMerge merges an upper layer of 19 directories of 1000 empty
+// files each, and one of nothing, into empty workspaces.
+func BenchmarkMerge(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("the merge gives entries to the program's uid: root only")
+	}
+	for _, n := range []int{0, 19} {
+		b.Run(fmt.Sprintf("dirs%d", n), func(b *testing.B) {
+			upper := b.TempDir()
+			for d := range n {
+				dir := filepath.Join(upper, "e", fmt.Sprint(d))
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				for i := range 1000 {
+					if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			uf, err := os.Open(upper)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer uf.Close()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				ws := b.TempDir()
+				wf, err := os.Open(ws)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := mergeUpper(uf, wf, sandbox.DefaultHostUID); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				wf.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
