@@ -174,9 +174,14 @@ type Acceptance struct {
 // Result is the outcome of a run. It is returned also with an error, as
 // far as the run got.
 type Result struct {
-	Success  bool   `json:"success"`
-	Attempts int    `json:"attempts"`
-	Code     string `json:"code"`
+	Success  bool `json:"success"`
+	Attempts int  `json:"attempts"`
+	// Code is the final program as shown: secrets redacted.
+	Code string `json:"code"`
+	// Source is the final program exactly as it was extracted and run,
+	// for a caller that runs it again (an evaluation's scorer); it is never
+	// serialised, shown or logged, since it may hold secrets.
+	Source string `json:"-"`
 	// Output is the program's stdout in the last run.
 	Output    string               `json:"output"`
 	Artifacts []workspace.Artifact `json:"artifacts"`
@@ -193,9 +198,12 @@ type Result struct {
 
 // Attempt is one round of the loop.
 type Attempt struct {
-	N          int                 `json:"attempt"`
-	FreshStart bool                `json:"fresh_start,omitempty"`
-	Code       string              `json:"code"`
+	N          int  `json:"attempt"`
+	FreshStart bool `json:"fresh_start,omitempty"`
+	// Code is the attempt's program as shown: secrets redacted.
+	Code string `json:"code"`
+	// Source is the program exactly as extracted and run; see Result.Source.
+	Source     string              `json:"-"`
 	Check      []safety.Finding    `json:"check"`
 	TestResult *sandbox.ResultJSON `json:"test_result,omitempty"`
 	Result     *sandbox.ResultJSON `json:"result,omitempty"`
@@ -209,8 +217,8 @@ type Attempt struct {
 type Verdict struct {
 	TaskComplete bool   `json:"task_complete"`
 	Missing      string `json:"missing"`
-	// Note says when the verifier's answer could not be read (and the run
-	// was then taken as complete).
+	// Note says when the verifier's answer could not be read: asked twice
+	// without a verdict, the run counts as not complete.
 	Note string `json:"note,omitempty"`
 }
 

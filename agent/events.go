@@ -54,7 +54,8 @@ type Event struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Acceptance is the caller's check of the code (accepted).
 	Acceptance *Acceptance `json:"acceptance,omitempty"`
-	// Success and Message close the run (done).
+	// Success and Message close the run (done); Message also says why an
+	// answer could not be used (generated, error class bad_answer).
 	Success *bool  `json:"success,omitempty"`
 	Message string `json:"message,omitempty"`
 	// DurationMS is the step's wall time: the model call (generated), the

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -120,6 +119,9 @@ func (r *run) loop(ctx context.Context) error {
 		}
 	}
 	r.res.Message = fmt.Sprintf("the task was not achieved within %d attempts", cfg.MaxIterations)
+	if k := len(r.failures); k > 0 {
+		r.res.Message += "; the last: " + r.failures[k-1]
+	}
 	return nil
 }
 
@@ -136,9 +138,13 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	at = Attempt{N: n, FreshStart: fresh, Check: []safety.Finding{}}
 	r.emit(Event{Type: EventAttemptStart, Attempt: n, Phase: PhaseCode, FreshStart: fresh})
 	t0 := time.Now()
-	answer, err := r.chat(ctx, r.system, r.msgs, false)
+	answer, bad, err := r.chat(ctx, r.system, r.msgs, false)
 	if err != nil {
 		return at, false, err
+	}
+	if bad != nil {
+		r.refuseAnswer(n, &at, bad, t0)
+		return at, false, nil
 	}
 	fence := r.a.lang.Name
 	x, xerr := extract.Code(answer, fence)
@@ -151,8 +157,8 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		return at, false, nil
 	}
 	code := x.Code
-	at.Code = r.a.redact.String(code)
-	r.res.Code = at.Code
+	at.Code, at.Source = r.a.redact.String(code), code
+	r.res.Code, r.res.Source = at.Code, code
 	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: "```" + fence + "\n" + at.Code + "```"})
 	r.emit(Event{Type: EventGenerated, Attempt: n, Phase: PhaseCode, Code: at.Code, DurationMS: ms(t0)})
 
@@ -379,33 +385,6 @@ func (r *run) feedbackData(n int) map[string]any {
 // fail records a one-line summary of a failed attempt for a fresh start.
 func (r *run) fail(n int, class ErrorClass, detail string) {
 	r.failures = append(r.failures, fmt.Sprintf("attempt %d (%s): %s", n, class, cutRunes(detail, 300)))
-}
-
-// chat sends one request and counts its usage. An answer cut off at the
-// token limit or empty is passed on (the loop treats it as a bad answer);
-// other provider errors end the run.
-func (r *run) chat(ctx context.Context, system string, msgs []llm.Message, asJSON bool) (string, error) {
-	cfg := r.a.cfg
-	resp, err := r.a.deps.Provider.Chat(ctx, llm.Request{
-		Model: cfg.Model, System: system, Messages: msgs, JSON: asJSON,
-		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
-	})
-	r.res.Usage.add(resp.Usage)
-	if err != nil {
-		switch llm.KindOf(err) {
-		case llm.KindTruncated, llm.KindEmptyAnswer:
-			r.a.log.Warn("bad answer from the model", "err", err)
-			return resp.Text, nil
-		}
-		if ctx.Err() != nil {
-			return "", errors.Join(ctx.Err(), err)
-		}
-		return "", err
-	}
-	for _, note := range resp.Notes {
-		r.a.log.Warn(note)
-	}
-	return resp.Text, nil
 }
 
 func (r *run) user(s string) llm.Message {

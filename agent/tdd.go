@@ -46,11 +46,20 @@ func (r *run) makeTests(ctx context.Context) (ok bool, err error) {
 		at := Attempt{N: n, Check: []safety.Finding{}}
 		r.emit(Event{Type: EventAttemptStart, Attempt: n, MaxAttempts: max, Phase: PhaseTests})
 		t0 := time.Now()
-		answer, err := r.chat(ctx, r.system, msgs, false)
+		answer, bad, err := r.chat(ctx, r.system, msgs, false)
 		if err != nil {
 			return false, err
 		}
-		reason, output, accepted, err := r.tryTests(ctx, n, answer, &at, &msgs, t0)
+		var reason, output string
+		accepted := false
+		if bad != nil {
+			at.ErrorClass = ClassBadAnswer
+			r.emit(Event{Type: EventGenerated, Attempt: n, MaxAttempts: max, Phase: PhaseTests, ErrorClass: ClassBadAnswer, Message: bad.message, DurationMS: ms(t0)})
+			msgs = append(msgs, bad.placeholder())
+			reason = bad.forModel()
+		} else {
+			reason, output, accepted, err = r.tryTests(ctx, n, answer, &at, &msgs, t0)
+		}
 		r.res.TestRounds = append(r.res.TestRounds, at)
 		if err != nil || accepted {
 			return accepted, err

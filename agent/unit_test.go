@@ -146,13 +146,16 @@ func TestParseVerdict(t *testing.T) {
 		{`{"task_complete": true, "missing": "ignored"}`, true, "", false},
 		{`{"task_complete": false, "missing": ["a", "b"]}`, false, `["a","b"]`, false},
 		{`"task_complete": false, oops`, false, "the verifier gave no reason", false},
-		{`I think it is fine`, true, "", true},
-		{``, true, "", true},
+		// No verdict: not complete, and not understood (ok is false).
+		{`I think it is fine`, false, "", true},
+		{``, false, "", true},
+		{`{}`, false, "", true},
+		{`{"complete": true}`, false, "", true},
 	}
 	for _, c := range cases {
-		v := ParseVerdict(c.in)
-		if v.TaskComplete != c.complete || !strings.HasPrefix(v.Missing, c.missing) || (v.Note != "") != c.note {
-			t.Errorf("ParseVerdict(%q) = %+v", c.in, v)
+		v, ok := ParseVerdict(c.in)
+		if v.TaskComplete != c.complete || !strings.HasPrefix(v.Missing, c.missing) || (v.Note != "") != c.note || ok == c.note {
+			t.Errorf("ParseVerdict(%q) = %+v, %v", c.in, v, ok)
 		}
 	}
 }
@@ -162,7 +165,8 @@ func TestPromptsRender(t *testing.T) {
 		t.Errorf("numbered = %q", p)
 	}
 	for _, name := range []string{"system.txt", "task.txt", "fresh.txt", "safety.txt", "debug.txt", "incomplete.txt",
-		"verify.txt", "verify_system.txt", "tests.txt", "tests_rejected.txt", "nocode.txt", "accept.txt"} {
+		"verify.txt", "verify_system.txt", "tests.txt", "tests_rejected.txt", "nocode.txt", "accept.txt",
+		"badanswer.txt", "verify_again.txt"} {
 		if prompts.Lookup(name) == nil {
 			t.Errorf("prompt %s missing", name)
 		}

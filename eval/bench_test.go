@@ -57,7 +57,7 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 	}
 	harness := func(i int) time.Duration {
 		t0 := time.Now()
-		recs, err := r.Run(ctx, tasks[i:i+1])
+		recs, err := r.Run(ctx, Jobs(tasks[i:i+1], 1))
 		if err != nil || len(recs) != 1 || !recs[0].Passed {
 			b.Fatalf("%v %v", recs, err)
 		}

@@ -57,27 +57,34 @@ func Compare(files []string) (*Comparison, error) {
 	}
 	common := map[string]int{}
 	for _, r := range runs {
+		seen := map[string]bool{}
 		for _, rec := range r.recs {
-			common[rec.TaskID]++
+			if !seen[rec.TaskID] {
+				seen[rec.TaskID] = true
+				common[rec.TaskID]++
+			}
 		}
 	}
 	c := &Comparison{}
+	// A task passes in a run when one of its samples passes.
 	passed := make([]map[string]bool, len(runs))
 	for i, r := range runs {
 		var kept []Record
 		passed[i] = map[string]bool{}
+		tasks := map[string]bool{}
 		for _, rec := range r.recs {
 			if common[rec.TaskID] == len(runs) {
 				kept = append(kept, rec)
-				passed[i][rec.TaskID] = rec.Passed
+				passed[i][rec.TaskID] = passed[i][rec.TaskID] || rec.Passed
+				tasks[rec.TaskID] = true
 			}
 		}
 		suite := ""
 		if len(kept) > 0 {
 			suite = kept[0].Suite
 		}
-		c.Common = len(kept)
-		c.Runs = append(c.Runs, ComparedRun{File: r.file, Summary: Summarize(suite, r.key, len(kept), kept)})
+		c.Common = len(tasks)
+		c.Runs = append(c.Runs, ComparedRun{File: r.file, Summary: Summarize(suite, r.key, len(tasks), kept, 1)})
 	}
 	if len(runs) == 2 {
 		for id, p := range passed[0] {
@@ -114,7 +121,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	for k := 1; k <= maxK; k++ {
 		head = append(head, fmt.Sprintf("pass@attempt %d", k))
 	}
-	head = append(head, "final", "mean attempts", "tokens/task", "wall/task")
+	head = append(head, "final", "pass@1", "mean attempts", "tokens/task", "wall/task", "scoring settings")
 	var rows [][]string
 	for i, r := range c.Runs {
 		s := r.Summary
@@ -126,7 +133,12 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 				row = append(row, "–")
 			}
 		}
-		row = append(row, s.Final.String(), fmt.Sprintf("%.2f", s.MeanAttempts), fmt.Sprintf("%.0f", s.TokensPerTask), seconds(s.WallMSPerTask))
+		p1 := "–"
+		if len(s.PassK) > 0 {
+			p1 = fmt.Sprintf("%.1f%%", 100*s.PassK[0].Rate)
+		}
+		row = append(row, s.Final.String(), p1, fmt.Sprintf("%.2f", s.MeanAttempts), fmt.Sprintf("%.0f", s.TokensPerTask),
+			seconds(s.WallMSPerTask), settingsOf(s.Settings))
 		rows = append(rows, row)
 	}
 	var b strings.Builder

@@ -84,7 +84,7 @@ func TestPlanAndLatest(t *testing.T) {
 	errRec.Error = "provider failed"
 	prior := []Record{rec("a", "m", ModeNone, 1, 1, 1, true), errRec, rec("c", "other", ModeNone, 1, 1, 1, true)}
 	scope, todo, err := Plan(tasks, prior, key, Selection{Limit: 3})
-	if err != nil || len(scope) != 3 || len(todo) != 2 || todo[0].ID != "b" || todo[1].ID != "c" {
+	if err != nil || len(scope) != 3 || len(todo) != 2 || todo[0].Task.ID != "b" || todo[1].Task.ID != "c" {
 		t.Fatalf("plan: %v %v %v", scope, todo, err)
 	}
 	if _, _, err := Plan(tasks, prior, key, Selection{Limit: 2, Only: []string{"c"}}); err == nil || !strings.Contains(err.Error(), "no task c") {

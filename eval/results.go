@@ -15,7 +15,10 @@ import (
 
 // Record is the outcome of one task, one JSON line of a results file.
 type Record struct {
-	TaskID        string `json:"task_id"`
+	TaskID string `json:"task_id"`
+	// Sample numbers the independent samples of a task from 0 (records
+	// written before samples existed read as sample 0).
+	Sample        int    `json:"sample"`
 	Suite         string `json:"suite"`
 	Model         string `json:"model"`
 	Mode          Mode   `json:"mode"`
@@ -32,12 +35,20 @@ type Record struct {
 	// rejected test rounds in self mode), in order.
 	ErrorClasses []agent.ErrorClass `json:"error_classes"`
 	// ScoreClass and ScoreOutput say why the final code failed the tests.
-	ScoreClass   agent.ErrorClass `json:"score_class,omitempty"`
-	ScoreOutput  string           `json:"score_output,omitempty"`
-	Requests     int              `json:"requests"`
-	InputTokens  int64            `json:"input_tokens"`
-	OutputTokens int64            `json:"output_tokens"`
-	Tokens       int64            `json:"tokens"`
+	ScoreClass  agent.ErrorClass `json:"score_class,omitempty"`
+	ScoreOutput string           `json:"score_output,omitempty"`
+	// ScoredForm is the program a HumanEval task scored: "module" (the
+	// answer alone) or "completion" (the prompt, then the answer).
+	ScoredForm string `json:"scored_form,omitempty"`
+	// CodeSHA256 is the hash of the final code exactly as scored (the
+	// code is not recorded: it may hold secrets).
+	CodeSHA256 string `json:"code_sha256,omitempty"`
+	// ScoreSettings are the limits the code was scored with.
+	ScoreSettings string `json:"score_settings,omitempty"`
+	Requests      int    `json:"requests"`
+	InputTokens   int64  `json:"input_tokens"`
+	OutputTokens  int64  `json:"output_tokens"`
+	Tokens        int64  `json:"tokens"`
 	// WallMS is the task's whole time; AgentMS and ScoreMS its parts.
 	WallMS  int64 `json:"wall_ms"`
 	AgentMS int64 `json:"agent_ms"`
@@ -84,8 +95,8 @@ func ReadResults(name string) ([]Record, error) {
 		}
 		var r Record
 		err := json.Unmarshal(line, &r)
-		if err == nil && (r.TaskID == "" || r.MaxIterations < 1) {
-			err = errors.New("no task_id or max_iterations")
+		if err == nil && (r.TaskID == "" || r.MaxIterations < 1 || r.Sample < 0) {
+			err = errors.New("no task_id or max_iterations, or a negative sample")
 		}
 		if err == nil {
 			_, err = ParseMode(string(r.Mode))
@@ -101,19 +112,27 @@ func ReadResults(name string) ([]Record, error) {
 	return recs, nil
 }
 
-// Latest keeps the last record of each task for key, in first-seen order.
+// sampleKey identifies one sample of one task.
+type sampleKey struct {
+	task   string
+	sample int
+}
+
+// Latest keeps the last record of each sample of each task for key, in
+// first-seen order.
 func Latest(recs []Record, key Key) []Record {
-	idx := map[string]int{}
+	idx := map[sampleKey]int{}
 	var out []Record
 	for _, r := range recs {
 		if r.Key() != key {
 			continue
 		}
-		if i, ok := idx[r.TaskID]; ok {
+		k := sampleKey{r.TaskID, r.Sample}
+		if i, ok := idx[k]; ok {
 			out[i] = r
 			continue
 		}
-		idx[r.TaskID] = len(out)
+		idx[k] = len(out)
 		out = append(out, r)
 	}
 	return out

@@ -58,7 +58,8 @@ type Config struct {
 	// Agent is the base agent configuration (limits, secrets, temperature);
 	// the mode decides MaxIterations, Verify and Tests.
 	Agent agent.Config
-	// Score bounds each scoring run (WallTime default 30 s).
+	// Score bounds each scoring run; zero fields take the format's
+	// defaults (HumanEvalLimits, or 30 s and the sandbox's).
 	Score sandbox.Limits
 }
 
@@ -132,27 +133,42 @@ func (r *Runner) Key() Key { return Key{r.cfg.Model, r.cfg.Mode, r.cfg.MaxIterat
 // Scorer returns the runner's scorer.
 func (r *Runner) Scorer() *Scorer { return r.scorer }
 
-// Run evaluates tasks with a bounded pool of workers and returns the
-// records of the tasks that finished, in the order they finished. When ctx
-// ends, running tasks are abandoned unrecorded and Run returns ctx's
-// error; the results file stays valid. A failure that dooms every task (the
-// sandbox cannot be set up, the model cannot be reached or refuses the
-// key) stops the evaluation with that error.
-func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
+// Run evaluates jobs (samples of tasks) with a bounded pool of workers
+// and returns the records of the jobs that finished, in the order they
+// finished. When ctx ends, running jobs are abandoned unrecorded and Run
+// returns ctx's error; the results file stays valid. A failure that dooms
+// every task (the sandbox cannot be set up, the model cannot be reached or
+// refuses the key) stops the evaluation with that error. A job with Code
+// is scored as it is, without the agent.
+func (r *Runner) Run(ctx context.Context, jobs []Job) ([]Record, error) {
+	return pool(ctx, r.cfg.Concurrency, jobs, r.deps, r.runTask)
+}
+
+// ScoreSamples scores jobs that carry their code (completions read from a
+// samples file) with a bounded pool, without a model; see Runner.Run. The
+// records are labelled with cfg's Model and Suite.
+func ScoreSamples(ctx context.Context, cfg Config, scorer *Scorer, jobs []Job, deps Deps) ([]Record, error) {
+	r := &Runner{cfg: cfg, deps: deps, scorer: scorer}
+	r.cfg.Mode, r.cfg.MaxIterations = ModeNone, 1
+	return pool(ctx, max(cfg.Concurrency, 1), jobs, deps, r.scoreSample)
+}
+
+// pool runs work on jobs with n workers; see Runner.Run.
+func pool(ctx context.Context, n int, jobs []Job, deps Deps, work func(context.Context, Job) (Record, error)) ([]Record, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	jobs := make(chan *Task)
+	queue := make(chan Job)
 	var (
 		mu  sync.Mutex
 		out []Record
 		wg  sync.WaitGroup
 	)
-	for w := 0; w < min(r.cfg.Concurrency, len(tasks)); w++ {
+	for w := 0; w < min(n, len(jobs)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for t := range jobs {
-				rec, err := r.runTask(ctx, t)
+			for j := range queue {
+				rec, err := work(ctx, j)
 				if err != nil {
 					if ctx.Err() == nil {
 						cancel(err)
@@ -160,28 +176,28 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 					continue
 				}
 				mu.Lock()
-				if r.deps.Results != nil {
-					if err := r.deps.Results.Append(rec); err != nil {
+				if deps.Results != nil {
+					if err := deps.Results.Append(rec); err != nil {
 						cancel(err)
 					}
 				}
 				out = append(out, rec)
-				if r.deps.OnRecord != nil {
-					r.deps.OnRecord(rec)
+				if deps.OnRecord != nil {
+					deps.OnRecord(rec)
 				}
 				mu.Unlock()
 			}
 		}()
 	}
 feed:
-	for i := range tasks {
+	for _, j := range jobs {
 		select {
-		case jobs <- &tasks[i]:
+		case queue <- j:
 		case <-ctx.Done():
 			break feed
 		}
 	}
-	close(jobs)
+	close(queue)
 	wg.Wait()
 	if ctx.Err() != nil {
 		return out, context.Cause(ctx)
@@ -189,14 +205,48 @@ feed:
 	return out, nil
 }
 
-// runTask runs the agent on one task and scores the code of its attempts
+// newRecord starts the record of a job.
+func (r *Runner) newRecord(j Job) Record {
+	return Record{TaskID: j.Task.ID, Sample: j.Sample, Suite: r.cfg.Suite, Model: r.cfg.Model, Mode: r.cfg.Mode,
+		MaxIterations: r.cfg.MaxIterations, ErrorClasses: []agent.ErrorClass{},
+		ScoreSettings: r.scorer.SettingsLabel(j.Task.Format)}
+}
+
+// scoreSample scores a job's code as one attempt.
+func (r *Runner) scoreSample(ctx context.Context, j Job) (Record, error) {
+	start := time.Now()
+	rec := r.newRecord(j)
+	rec.Attempts = 1
+	s, err := r.scorer.Score(ctx, j.Task, j.Code)
+	if err != nil {
+		return rec, err
+	}
+	rec.Passed, rec.ScoredForm, rec.CodeSHA256 = s.Passed, s.Form, s.CodeSHA256
+	if s.Passed {
+		rec.FirstPassAttempt = 1
+	} else {
+		rec.ScoreClass, rec.ScoreOutput = s.Class, s.Output
+		if s.Class != agent.ClassNone {
+			rec.ErrorClasses = append(rec.ErrorClasses, s.Class)
+		}
+	}
+	rec.ScoreMS = time.Since(start).Milliseconds()
+	rec.WallMS = rec.ScoreMS
+	rec.Time = time.Now().UTC().Truncate(time.Millisecond)
+	return rec, nil
+}
+
+// runTask runs the agent on one sample of a task and scores the code of its attempts
 // in order, up to the first that passes, and its final code. The error is
 // non-nil only when the task must not be recorded: ctx ended, or a
 // failure that stops the evaluation.
-func (r *Runner) runTask(ctx context.Context, t *Task) (Record, error) {
+func (r *Runner) runTask(ctx context.Context, j Job) (Record, error) {
+	if j.Code != "" {
+		return r.scoreSample(ctx, j)
+	}
 	start := time.Now()
-	rec := Record{TaskID: t.ID, Suite: r.cfg.Suite, Model: r.cfg.Model, Mode: r.cfg.Mode,
-		MaxIterations: r.cfg.MaxIterations, ErrorClasses: []agent.ErrorClass{}}
+	t := j.Task
+	rec := r.newRecord(j)
 	ws, err := workspace.New("")
 	if err != nil {
 		return rec, fmt.Errorf("task %s: %w", t.ID, err)
@@ -253,11 +303,13 @@ func (r *Runner) runTask(ctx context.Context, t *Task) (Record, error) {
 		}
 	}
 	t1 := time.Now()
+	// The scorer runs the code exactly as the agent ran it; only what is
+	// shown (records, feedback) is redacted.
 	for _, at := range res.History {
-		if at.Code == "" {
+		if at.Source == "" {
 			continue
 		}
-		s, err := score(ctx, at.Code)
+		s, err := score(ctx, at.Source)
 		if err != nil {
 			return rec, err
 		}
@@ -266,13 +318,13 @@ func (r *Runner) runTask(ctx context.Context, t *Task) (Record, error) {
 			break
 		}
 	}
-	final, err := score(ctx, res.Code)
+	final, err := score(ctx, res.Source)
 	if err != nil {
 		return rec, err
 	}
-	rec.Passed = final.Passed
+	rec.Passed, rec.ScoredForm, rec.CodeSHA256 = final.Passed, final.Form, final.CodeSHA256
 	if !final.Passed {
-		rec.ScoreClass, rec.ScoreOutput = final.Class, final.Output
+		rec.ScoreClass, rec.ScoreOutput = final.Class, r.agent.Redactor().String(final.Output)
 	}
 	rec.ScoreMS = time.Since(t1).Milliseconds()
 	rec.WallMS = time.Since(start).Milliseconds()
@@ -287,7 +339,7 @@ func fatal(err error) bool {
 		return true
 	}
 	switch llm.KindOf(err) {
-	case llm.KindAuth, llm.KindNotFound, llm.KindUnreachable:
+	case llm.KindAuth, llm.KindNotFound, llm.KindUnreachable, llm.KindModelLoad:
 		return true
 	}
 	return false

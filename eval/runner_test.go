@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/llm"
 )
 
 func newRunner(t testing.TB, m *fakeModel, cfg Config, res *ResultsFile, onRecord func(Record)) *Runner {
@@ -22,7 +24,7 @@ func newRunner(t testing.TB, m *fakeModel, cfg Config, res *ResultsFile, onRecor
 }
 
 func summarize(r *Runner, tasks []Task, recs []Record) Summary {
-	return Summarize("humaneval", r.Key(), len(tasks), InScope(Latest(recs, r.Key()), tasks))
+	return Summarize("humaneval", r.Key(), len(tasks), InScope(Latest(recs, r.Key()), tasks, 1))
 }
 
 // A model that answers every HumanEval task with its canonical solution
@@ -37,7 +39,7 @@ func TestHumanEvalCorrectAnswersScoreAll(t *testing.T) {
 	m := newFakeModel(t, tasks, func(task *Task, _ chatRequest) string { return pyBlock(answers[task.ID]) })
 	r := newRunner(t, m, Config{Mode: ModeNone, Concurrency: 2}, nil, nil)
 	start := time.Now()
-	recs, err := r.Run(context.Background(), tasks)
+	recs, err := r.Run(context.Background(), Jobs(tasks, 1))
 	elapsed := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func TestTestsFeedbackWrongThenRight(t *testing.T) {
 		return pyBlock(answers[task.ID])
 	})
 	r := newRunner(t, m, Config{Mode: ModeTests, MaxIterations: 3, Concurrency: 2}, nil, nil)
-	recs, err := r.Run(context.Background(), tasks)
+	recs, err := r.Run(context.Background(), Jobs(tasks, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestGarbageScoresZero(t *testing.T) {
 				return garbage[i]
 			})
 			r := newRunner(t, m, Config{Mode: mode, MaxIterations: 2, Concurrency: 2}, nil, nil)
-			recs, err := r.Run(context.Background(), tasks)
+			recs, err := r.Run(context.Background(), Jobs(tasks, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +155,7 @@ func TestInterruptedEvalResumes(t *testing.T) {
 			cancel()
 		}
 	})
-	first, err := r.Run(ctx, tasks)
+	first, err := r.Run(ctx, Jobs(tasks, 1))
 	res.Close()
 	if !errors.Is(err, context.Canceled) || len(first) < 4 || len(first) >= len(tasks) {
 		t.Fatalf("interrupted run: %d records, err %v", len(first), err)
@@ -203,7 +205,7 @@ func TestInterruptedEvalResumes(t *testing.T) {
 
 	// --only runs a recorded task again; the report takes the latest line.
 	_, todo, err = Plan(tasks, all, key, Selection{Only: []string{tasks[0].ID}})
-	if err != nil || len(todo) != 1 || todo[0].ID != tasks[0].ID {
+	if err != nil || len(todo) != 1 || todo[0].Task.ID != tasks[0].ID {
 		t.Fatalf("plan --only: %v %v", todo, err)
 	}
 }
@@ -221,7 +223,7 @@ func TestSelfModeScoresWithHiddenTests(t *testing.T) {
 		return pyBlock(answers[task.ID])
 	})
 	r := newRunner(t, m, Config{Mode: ModeSelf, MaxIterations: 2, Concurrency: 2}, nil, nil)
-	recs, err := r.Run(context.Background(), tasks)
+	recs, err := r.Run(context.Background(), Jobs(tasks, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,5 +237,44 @@ func TestSelfModeScoresWithHiddenTests(t *testing.T) {
 				t.Errorf("%s: the hidden tests reached the model", task.ID)
 			}
 		}
+	}
+}
+
+// The scorer scores the code the model wrote, not the redacted copy the
+// agent shows: a key-shaped literal the code depends on stays intact. What
+// is recorded of a failure is still redacted.
+func TestScoresCodeAsWrittenNotRedacted(t *testing.T) {
+	tasks, answers := humanEval(t, 2)
+	const key = "sk-live-0123456789abcdefghij"
+	m := newFakeModel(t, tasks, func(task *Task, _ chatRequest) string {
+		code := answers[task.ID] + "\n_KEY = \"" + key + "\"\nif len(_KEY) != 28:\n    " + task.EntryPoint + " = None\n"
+		if task.ID == "HumanEval/1" {
+			code += "print(_KEY)\nraise ValueError(_KEY)\n"
+		}
+		return pyBlock(code)
+	})
+	r := newRunner(t, m, Config{Mode: ModeNone, Concurrency: 2}, nil, nil)
+	recs, err := r.Run(context.Background(), Jobs(tasks, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		switch rec.TaskID {
+		case "HumanEval/0":
+			if !rec.Passed {
+				t.Errorf("the code with its key literal failed: %s %s", rec.ScoreClass, rec.ScoreOutput)
+			}
+		case "HumanEval/1":
+			if rec.Passed || strings.Contains(rec.ScoreOutput, key) || !strings.Contains(rec.ScoreOutput, "ValueError") {
+				t.Errorf("the failure's output is not redacted, or lacks the error:\n%s", rec.ScoreOutput)
+			}
+		}
+	}
+}
+
+// A model the server cannot load dooms every task, like a wrong key.
+func TestModelLoadFailureIsFatal(t *testing.T) {
+	if !fatal(fmt.Errorf("task 1: %w", &llm.Error{Kind: llm.KindModelLoad})) || fatal(&llm.Error{Kind: llm.KindServer}) {
+		t.Error("fatal: want true for model_load, false for server")
 	}
 }

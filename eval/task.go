@@ -57,6 +57,10 @@ type Task struct {
 	Prompt string
 	// EntryPoint is the function HumanEval's check is called with.
 	EntryPoint string
+	// PromptCode is HumanEval's prompt as the task file has it: the code an
+	// answer completes. An answer that does not bind every top-level name
+	// it binds is scored as PromptCode + answer, as the reference does.
+	PromptCode string
 	// Test is the hidden test code: HumanEval's check, or a pytest file.
 	Test string
 	// Files are the inputs copied into the workspace.
@@ -207,7 +211,7 @@ func parseHumanEval(line []byte) (Task, error) {
 		return Task{}, fmt.Errorf("task %s: test defines no check(candidate) function", *h.TaskID)
 	}
 	return Task{
-		ID: *h.TaskID, Format: FormatHumanEval, EntryPoint: *h.EntryPoint, Test: *h.Test,
+		ID: *h.TaskID, Format: FormatHumanEval, EntryPoint: *h.EntryPoint, Test: *h.Test, PromptCode: *h.Prompt,
 		Prompt: humanEvalPrompt(*h.Prompt, *h.EntryPoint),
 	}, nil
 }

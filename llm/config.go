@@ -46,6 +46,10 @@ type Config struct {
 	Timeout time.Duration
 	// MaxTokens is the answer cap used when a Request sets none.
 	MaxTokens int
+	// MaxAnswerBytes caps the size of an answer (text and tool arguments):
+	// a backend stops reading there and returns a [KindTooLarge] error.
+	// 0 means [DefaultMaxAnswerBytes].
+	MaxAnswerBytes int64
 	// Retry is the policy of the [Retry] decorator.
 	Retry RetryPolicy
 }
@@ -63,10 +67,11 @@ func DefaultModel(provider string) string {
 }
 
 // DefaultConfig is the bottom layer for provider: its hosted API, its key
-// variable, a 5 minute per-request timeout, 4096 answer tokens and the
-// default retry policy.
+// variable, a 5 minute per-request timeout, 4096 answer tokens, answers of
+// at most [DefaultMaxAnswerBytes] and the default retry policy.
 func DefaultConfig(provider string) Config {
-	c := Config{Provider: provider, Timeout: 5 * time.Minute, MaxTokens: 4096, Retry: DefaultRetryPolicy()}
+	c := Config{Provider: provider, Timeout: 5 * time.Minute, MaxTokens: 4096, MaxAnswerBytes: DefaultMaxAnswerBytes,
+		Retry: DefaultRetryPolicy()}
 	switch provider {
 	case ProviderOpenAI:
 		c.BaseURL, c.KeyVar = defaultOpenAIURL, EnvOpenAIKey
@@ -83,6 +88,8 @@ type Overrides struct {
 	Model    string
 	BaseURL  string
 	Timeout  time.Duration
+	// MaxAnswerBytes, when positive, replaces the answer size cap.
+	MaxAnswerBytes int64
 }
 
 // Resolve builds a Config in layers: defaults, then the environment read
@@ -129,6 +136,9 @@ func Resolve(getenv func(string) string, o Overrides) (Config, error) {
 	}
 	if o.Timeout != 0 {
 		c.Timeout = o.Timeout
+	}
+	if o.MaxAnswerBytes != 0 {
+		c.MaxAnswerBytes = o.MaxAnswerBytes
 	}
 	if c.Model == "" && strings.TrimRight(c.BaseURL, "/") == hosted {
 		c.Model = DefaultModel(provider)
@@ -182,7 +192,21 @@ func (c Config) Validate() error {
 	if c.MaxTokens < 0 {
 		bad("max_tokens", "max tokens %d is negative", c.MaxTokens)
 	}
+	if c.MaxAnswerBytes < 0 || c.MaxAnswerBytes > MaxAnswerLimit {
+		bad("max_answer_bytes", "answer size limit %d is not between 1 and %d bytes (%s)", c.MaxAnswerBytes, int64(MaxAnswerLimit), FormatBytes(MaxAnswerLimit))
+	}
 	return errors.Join(errs...)
+}
+
+// MaxAnswerLimit is the largest answer size cap a Config may set.
+const MaxAnswerLimit = 256 << 20
+
+// AnswerCap is the answer size cap in force.
+func (c Config) AnswerCap() int64 {
+	if c.MaxAnswerBytes <= 0 {
+		return DefaultMaxAnswerBytes
+	}
+	return c.MaxAnswerBytes
 }
 
 // NeedsKey reports whether the base URL is a remote server that needs a key.

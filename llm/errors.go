@@ -19,19 +19,22 @@ type Kind string
 
 // Error kinds. Retryable ones are marked in [Error.Retryable].
 const (
-	KindAuth        Kind = "auth"         // 401/403: key missing, wrong or without access
-	KindNotFound    Kind = "not_found"    // 404: unknown model or wrong base URL
-	KindRateLimit   Kind = "rate_limit"   // 429 (retryable)
-	KindServer      Kind = "server"       // 5xx (retryable)
-	KindUnreachable Kind = "unreachable"  // connection refused, unknown host
-	KindNetwork     Kind = "network"      // connection reset or closed mid-request (retryable)
-	KindTimeout     Kind = "timeout"      // per-request timeout (retryable)
-	KindBadRequest  Kind = "bad_request"  // 400/413/422: the server refused the request
-	KindBadResponse Kind = "bad_response" // an answer that could not be decoded
-	KindEmptyAnswer Kind = "empty_answer" // no text and no tool calls
-	KindTruncated   Kind = "truncated"    // cut off at the token limit
-	KindInvalidUTF8 Kind = "invalid_utf8" // text that is not valid UTF-8
-	KindCanceled    Kind = "canceled"     // the caller's context ended
+	KindAuth        Kind = "auth"          // 401/403: key missing, wrong or without access
+	KindNotFound    Kind = "not_found"     // 404: unknown model or wrong base URL
+	KindRateLimit   Kind = "rate_limit"    // 429 (retryable)
+	KindServer      Kind = "server"        // 5xx (retryable)
+	KindUnreachable Kind = "unreachable"   // connection refused, unknown host
+	KindNetwork     Kind = "network"       // connection reset or closed mid-request (retryable)
+	KindTimeout     Kind = "timeout"       // per-request timeout (retryable)
+	KindBadRequest  Kind = "bad_request"   // 400/413/422: the server refused the request
+	KindBadResponse Kind = "bad_response"  // an answer that could not be decoded
+	KindEmptyAnswer Kind = "empty_answer"  // no text and no tool calls
+	KindTruncated   Kind = "truncated"     // cut off at the token limit
+	KindInvalidUTF8 Kind = "invalid_utf8"  // text that is not valid UTF-8
+	KindTooLarge    Kind = "too_large"     // an answer over the size cap (Config.MaxAnswerBytes)
+	KindBroken      Kind = "broken_stream" // a stream that ended without finishing the answer (retryable)
+	KindModelLoad   Kind = "model_load"    // the server cannot load or run the model
+	KindCanceled    Kind = "canceled"      // the caller's context ended
 )
 
 // Error is the typed failure every provider returns.
@@ -43,6 +46,9 @@ type Error struct {
 	StatusCode int
 	// RetryAfter is the wait the server asked for (Retry-After), 0 if none.
 	RetryAfter time.Duration
+	// MaxAttempts, when positive, is the most attempts in all that this
+	// failure deserves, below the retry policy's (see [Retry]).
+	MaxAttempts int
 	// Message is one sentence saying what happened and what to do.
 	Message string
 	// Detail is what the server said, trimmed; may be empty.
@@ -120,6 +126,8 @@ func HTTPError(ep Endpoint, status int, header http.Header, body []byte) *Error 
 	case status == http.StatusRequestTimeout:
 		e.Kind, e.Retryable = KindTimeout, true
 		e.Message = fmt.Sprintf("%s timed out the request (HTTP 408): try again", ep.addr())
+	case status >= 500 && modelLoad(low) != "":
+		modelLoadError(e, ep, modelLoad(low))
 	case status >= 500:
 		e.Kind, e.Retryable = KindServer, true
 		e.RetryAfter, _ = ParseRetryAfter(header.Get("Retry-After"), time.Now())
@@ -129,6 +137,55 @@ func HTTPError(ep Endpoint, status int, header http.Header, body []byte) *Error 
 		e.Message = fmt.Sprintf("%s refused the request (HTTP %d): check the model and request settings", ep.addr(), status)
 	}
 	return e
+}
+
+// Ollama's and llama.cpp's words for a model that cannot be loaded or run.
+var (
+	loadFailed = []string{"error loading model", "unable to load model", "failed to load model",
+		"requires more system memory", "cudamalloc failed"}
+	runnerDied = []string{"llama runner process has terminated", "llama runner process no longer running",
+		"runner process has terminated", "model runner has unexpectedly stopped"}
+)
+
+// modelLoad classifies an error body: "load" when the server says it cannot
+// load the model, "runner" when the model's process died, else "".
+func modelLoad(low string) string {
+	for _, w := range loadFailed {
+		if strings.Contains(low, w) {
+			return "load"
+		}
+	}
+	for _, w := range runnerDied {
+		if strings.Contains(low, w) {
+			return "runner"
+		}
+	}
+	return ""
+}
+
+// modelLoadError fills e for a model the server cannot load or run.
+//
+// Retries: a server that says it cannot load the model (a damaged or
+// incompatible file, not enough memory) says the same on every try, and each
+// try can take minutes of loading, so it gets none. A model process that
+// died is retried once: Ollama starts a new one for the next request, which
+// helps after a crash or a kill from outside; when loading itself kills it
+// (out of memory), the second try fails the same way and the error stands.
+func modelLoadError(e *Error, ep Endpoint, why string) {
+	e.Kind = KindModelLoad
+	if why == "runner" {
+		e.Retryable, e.MaxAttempts = true, 2
+		e.Message = fmt.Sprintf("%s cannot run model %q: its model process stopped (HTTP %d). The model may not fit in the server's memory: check the server's log%s, or pick a smaller --model", ep.addr(), ep.Model, e.StatusCode, ollamaHint(ep))
+		return
+	}
+	e.Message = fmt.Sprintf("%s cannot load model %q (HTTP %d): the model file may be damaged or incompatible, or need more memory than the server has; check the server's log%s, or pick another --model", ep.addr(), ep.Model, e.StatusCode, ollamaHint(ep))
+}
+
+func ollamaHint(ep Endpoint) string {
+	if strings.Contains(ep.ModelsHint, "ollama") {
+		return " (`ollama ps`, `journalctl -u ollama`)"
+	}
+	return ""
 }
 
 // errorDetail digs the human message out of the error bodies that
@@ -189,6 +246,11 @@ func TransportError(ep Endpoint, parent context.Context, timeout time.Duration, 
 		return e
 	}
 	out := &Error{Provider: ep.Provider, Err: err}
+	var re *ReadError
+	got := int64(0)
+	if errors.As(err, &re) {
+		got = re.Received
+	}
 	switch {
 	case parent.Err() != nil:
 		out.Kind = KindCanceled
@@ -203,6 +265,9 @@ func TransportError(ep Endpoint, parent context.Context, timeout time.Duration, 
 	case errors.Is(err, context.DeadlineExceeded) || isNetTimeout(err):
 		out.Kind, out.Retryable = KindTimeout, true
 		out.Message = fmt.Sprintf("no answer from %s within %s: the server is busy or the model is slow; try again or raise the timeout (--llm-timeout)", ep.addr(), timeout)
+		if got > 0 {
+			out.Message = fmt.Sprintf("%s stopped answering: %s of the answer had arrived when the time limit of %s ran out; try again, or raise the timeout (--llm-timeout)", ep.addr(), FormatBytes(got), timeout)
+		}
 	case isDialError(err):
 		out.Kind = KindUnreachable
 		out.Message = fmt.Sprintf("cannot reach the model server at %s: start the server or fix --base-url", ep.addr())
@@ -211,6 +276,9 @@ func TransportError(ep Endpoint, parent context.Context, timeout time.Duration, 
 		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "EOF"):
 		out.Kind, out.Retryable = KindNetwork, true
 		out.Message = fmt.Sprintf("the connection to %s broke during the request: try again", ep.addr())
+		if got > 0 {
+			out.Message = fmt.Sprintf("the connection to %s broke after %s of the answer had arrived: try again", ep.addr(), FormatBytes(got))
+		}
 	default:
 		out.Kind = KindBadResponse
 		out.Message = fmt.Sprintf("could not read the answer from %s: is it a %s-compatible server?", ep.addr(), ep.Provider)
@@ -232,23 +300,42 @@ func isDialError(err error) bool {
 	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// CheckAnswer reports an answer that must not be passed on silently: empty
-// (no text and no tool calls), cut off at the token limit, or text that is
-// not valid UTF-8. Decoders replace invalid bytes with U+FFFD, so a
-// replacement character counts as invalid too. maxTokens is for the message.
-func CheckAnswer(ep Endpoint, r Response, maxTokens int) error {
+// CheckAnswer reports an answer that must not be passed on silently: larger
+// than the cap, cut off at the token limit, empty (no text and no tool
+// calls), or not valid UTF-8. body, when not nil, watched the raw answer:
+// decoders replace invalid bytes with U+FFFD, so only the raw bytes tell a
+// broken answer from a correctly encoded U+FFFD, which is valid text.
+// maxTokens is for the message.
+func CheckAnswer(ep Endpoint, r Response, maxTokens int, body *AnswerBody) error {
+	size := int64(len(r.Text))
+	for _, tc := range r.ToolCalls {
+		size += int64(len(tc.Arguments))
+	}
 	switch {
+	case body != nil && size > body.Max():
+		return AnswerTooLarge(ep, body.Max())
 	case r.FinishReason == FinishLength:
 		return &Error{Kind: KindTruncated, Provider: ep.Provider,
 			Message: fmt.Sprintf("the answer was cut off at the token limit (max tokens %d): raise max tokens or ask for a shorter answer", maxTokens)}
 	case strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0:
 		return &Error{Kind: KindEmptyAnswer, Provider: ep.Provider,
 			Message: fmt.Sprintf("model %q at %s returned an empty answer (finish reason %q): try again or try another model", ep.Model, ep.addr(), r.RawFinishReason)}
-	case !utf8.ValidString(r.Text) || strings.ContainsRune(r.Text, utf8.RuneError):
+	case !utf8.ValidString(r.Text) || body != nil && body.InvalidUTF8():
 		return &Error{Kind: KindInvalidUTF8, Provider: ep.Provider,
 			Message: fmt.Sprintf("the answer from %s is not valid UTF-8: the server or model emitted broken text", ep.addr())}
 	}
 	return nil
+}
+
+// BrokenStream is the error for a stream that ended cleanly but without
+// the end of the answer (a finish reason, message_stop or [DONE]), as when
+// the model's process dies mid-answer. got is how much text had arrived.
+func BrokenStream(ep Endpoint, got int64) *Error {
+	msg := fmt.Sprintf("the answer from %s stopped before it was complete (the stream ended without a finish reason): the server or its model process may have crashed or restarted; try again", ep.addr())
+	if got > 0 {
+		msg = fmt.Sprintf("the answer from %s stopped after %s, before it was complete (the stream ended without a finish reason): the server or its model process may have crashed or restarted; try again", ep.addr(), FormatBytes(got))
+	}
+	return &Error{Kind: KindBroken, Provider: ep.Provider, Retryable: true, Message: msg}
 }
 
 func (ep Endpoint) addr() string {

@@ -47,6 +47,15 @@ func TestHTTPError(t *testing.T) {
 		{"400 tools", 400, nil, `{"error":{"message":"registry.ollama.ai/library/gemma:2b does not support tools"}}`,
 			KindBadRequest, false, []string{"does not support tools"}},
 		{"422", 422, nil, `{"detail":"field required"}`, KindBadRequest, false, []string{"field required"}},
+		// Ollama, as seen with a broken and with a too large model.
+		{"500 ollama load", 500, nil, `{"error":"llama runner process has terminated: error loading model: unable to allocate CUDA0 buffer"}`,
+			KindModelLoad, false, []string{`cannot load model "llama3.1"`, "ollama ps", "--model", "unable to allocate"}},
+		{"500 ollama memory", 500, nil, `{"error":"model requires more system memory (12.3 GiB) than is available (7.1 GiB)"}`,
+			KindModelLoad, false, []string{"cannot load model"}},
+		{"500 ollama runner died", 500, nil, `{"error":"llama runner process has terminated: signal: killed"}`,
+			KindModelLoad, true, []string{`cannot run model "llama3.1"`, "process stopped"}},
+		{"503 llama.cpp still loading", 503, nil, `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`,
+			KindServer, true, []string{"temporary"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := c.header
@@ -99,6 +108,9 @@ func TestTransportError(t *testing.T) {
 		{"reset", live, fmt.Errorf("read: %w", syscall.ECONNRESET), KindNetwork, true, "broke"},
 		{"eof", live, &url.Error{Op: "Post", URL: "x", Err: io.EOF}, KindNetwork, true, "broke"},
 		{"our timeout", live, context.DeadlineExceeded, KindTimeout, true, "within 30s"},
+		{"timeout after part of the answer", live, &ReadError{Received: 3 << 10, Err: context.DeadlineExceeded}, KindTimeout, true,
+			"stopped answering: 3 KiB of the answer had arrived when the time limit of 30s ran out"},
+		{"reset after part of the answer", live, WithReceived(syscall.ECONNRESET, 700), KindNetwork, true, "broke after 700 bytes"},
 		{"caller canceled", done, context.Canceled, KindCanceled, false, "canceled"},
 		{"caller deadline", expired, context.DeadlineExceeded, KindTimeout, false, "deadline"},
 		{"garbage", live, errors.New("invalid character '<' looking for beginning of value"), KindBadResponse, false, "openai-compatible"},
@@ -131,9 +143,13 @@ func TestCheckAnswer(t *testing.T) {
 		{"whitespace", Response{Text: " \n\t", FinishReason: FinishStop}, KindEmptyAnswer},
 		{"truncated", Response{Text: "def f(", FinishReason: FinishLength}, KindTruncated},
 		{"invalid bytes", Response{Text: "a\xffb"}, KindInvalidUTF8},
-		{"replacement char", Response{Text: "caf\uFFFD"}, KindInvalidUTF8},
+		// A correctly encoded U+FFFD is text like any other.
+		{"replacement char", Response{Text: "print('caf\uFFFD')", FinishReason: FinishStop}, ""},
+		{"at the cap", Response{Text: strings.Repeat("x", 64), FinishReason: FinishStop}, ""},
+		{"over the cap", Response{Text: strings.Repeat("x", 65), FinishReason: FinishStop}, KindTooLarge},
+		{"tool arguments over the cap", Response{ToolCalls: []ToolCall{{Name: "x", Arguments: []byte(`"` + strings.Repeat("x", 64) + `"`)}}}, KindTooLarge},
 	} {
-		err := CheckAnswer(testEP, c.r, 100)
+		err := CheckAnswer(testEP, c.r, 100, NewAnswerBody(testEP, 64))
 		if KindOf(err) != c.kind {
 			t.Errorf("%s: got %v, want kind %q", c.name, err, c.kind)
 		}

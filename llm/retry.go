@@ -95,6 +95,9 @@ func (r *Retry) do(ctx context.Context, try func() (Response, bool, error)) (Res
 		if err == nil || !again || attempt >= r.policy.MaxAttempts || !IsRetryable(err) {
 			return resp, err
 		}
+		if e := (*Error)(nil); errors.As(err, &e) && e.MaxAttempts > 0 && attempt >= e.MaxAttempts {
+			return resp, err
+		}
 		wait, ok := r.wait(attempt, err)
 		if !ok {
 			return resp, err

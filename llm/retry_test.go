@@ -99,6 +99,15 @@ func TestRetryStopsOnPermanentErrorsAndAfterMaxAttempts(t *testing.T) {
 	}
 }
 
+func TestRetryHonoursTheErrorsMaxAttempts(t *testing.T) {
+	died := &Error{Kind: KindModelLoad, Retryable: true, MaxAttempts: 2}
+	s := &script{errs: []error{died, died, died, nil}}
+	r, _ := newTestRetry(s, RetryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond})
+	if _, err := r.Chat(context.Background(), Request{}); KindOf(err) != KindModelLoad || s.calls != 2 {
+		t.Errorf("err %v calls %d, want 2 calls", err, s.calls)
+	}
+}
+
 func TestRetryStreamNotAfterDelta(t *testing.T) {
 	s := &script{errs: []error{retryable(KindNetwork, 0), retryable(KindNetwork, 0)}, deltas: []string{"", "partial"}}
 	r, _ := newTestRetry(s, RetryPolicy{MaxAttempts: 5, BaseDelay: time.Millisecond})

@@ -55,8 +55,25 @@ func LanguageForFile(name string) (Language, bool) {
 // offsets are 32-bit and node arrays grow with the input.
 const hardMaxInput = 256 << 20
 
-// defaultMaxInput applies when the policy leaves max_input_bytes at 0.
-const defaultMaxInput = 16 << 20
+// defaultMaxInput applies when the policy leaves max_input_bytes at 0. A
+// check costs time and memory in proportion to the input (some 1 µs and
+// 60 bytes per byte of ordinary code, up to 250 bytes for dense code), so
+// the cap is what a client of the server can make it pay per request.
+const defaultMaxInput = 4 << 20
+
+// Parse memory budget: a parse of n bytes may hold parseMemoryBase plus
+// policy.ParseMemoryPerByte (default defaultParseMemoryPerByte) bytes per
+// input byte, in tree-sitter's tree and stacks and in the flattened nodes.
+// Ordinary code needs 50 to 70 bytes per byte, a large data literal about
+// 90, a file of one-line statements (x = 1) 165, one long expression 180.
+// So code up to 1 MiB always fits (224 MiB), and at the default input cap
+// (4 MiB, 512 MiB) all but the densest code does; past the budget the
+// check gives up with a finding (RuleInputTooLarge) instead of growing.
+const (
+	parseMemoryBase           = 128 << 20
+	defaultParseMemoryPerByte = 96
+	maxParseMemoryPerByte     = 4096
+)
 
 // ErrUnsupportedLanguage is returned by Check for a language it does not know.
 var ErrUnsupportedLanguage = errors.New("unsupported language")
@@ -89,9 +106,10 @@ func New(p *Policy) (*Checker, error) {
 		return nil, err
 	}
 	size := 2 * runtime.GOMAXPROCS(0)
-	py := newParserPool(pythonGrammar(), size)
-	js := newParserPool(jsGrammar(), size)
-	sh := newParserPool(bashGrammar(), size)
+	mem := memBudget(p)
+	py := newParserPool(pythonGrammar(), size, mem)
+	js := newParserPool(jsGrammar(), size, mem)
+	sh := newParserPool(bashGrammar(), size, mem)
 	return &Checker{
 		policy: p,
 		analysers: map[Language]analyser{
@@ -122,25 +140,64 @@ func (c *Checker) Check(ctx context.Context, lang Language, code []byte) (Report
 		return Report{}, fmt.Errorf("%w: %q", ErrUnsupportedLanguage, lang)
 	}
 	out := newCollector(code, c.policy)
-	limit := c.policy.MaxInputBytes
-	if limit == 0 {
-		limit = defaultMaxInput
-	}
+	limit := c.policy.InputLimit()
 	if len(code) > limit {
 		out.add(RuleInputTooLarge, 0, 0,
-			fmt.Sprintf("the input is %d bytes; the checker reads at most %d", len(code), limit),
-			"split the program into smaller files, or keep data in separate files instead of in the code")
+			fmt.Sprintf("the input is too large to check: more than the checker's limit of %s (%d bytes)", sizeText(int64(limit)), limit),
+			tooLargeHint)
 		return Report{Language: lang, Findings: out.result()}, nil
 	}
 	checkEncoding(code, out)
 	if err := a.analyse(ctx, code, out); err != nil {
-		if !errors.Is(err, tsparse.ErrTooComplex) {
+		switch {
+		case errors.Is(err, tsparse.ErrTooLarge):
+			out.add(RuleInputTooLarge, 0, 0,
+				fmt.Sprintf("the input is too large or too complex to check: its syntax tree needs more than the checker's memory budget of %s for %s of code",
+					sizeText(memBudget(c.policy)(len(code))), sizeText(int64(len(code)))),
+				tooLargeHint)
+		case errors.Is(err, tsparse.ErrTooComplex):
+			out.add(RuleSyntaxError, 0, 0,
+				fmt.Sprintf("the checker gave up: parsing %s of code took longer than its budget of %s; the code is too large or too irregular (unterminated strings, comments or brackets) to check",
+					sizeText(int64(len(code))), parseBudget(len(code)).Round(time.Second)),
+				"check for unterminated strings, comments or brackets; generated code should be ordinary source text")
+		default:
 			return Report{}, err
 		}
-		out.add(RuleSyntaxError, 0, 0, "the parser gave up: the code is too irregular to parse in time",
-			"check for unterminated strings, comments or brackets; generated code should be ordinary source text")
 	}
 	return Report{Language: lang, Findings: out.result()}, nil
+}
+
+// InputLimit is the largest input the checker parses under p.
+func (p *Policy) InputLimit() int {
+	if p.MaxInputBytes == 0 {
+		return defaultMaxInput
+	}
+	return p.MaxInputBytes
+}
+
+// MaxInputLimit is the largest max_input_bytes a policy may set.
+const MaxInputLimit = hardMaxInput
+
+const tooLargeHint = "split the program into smaller files, and keep data in data files instead of in the code"
+
+// memBudget is the parse memory budget of policy p, per input size.
+func memBudget(p *Policy) func(n int) int64 {
+	per := int64(p.ParseMemoryPerByte)
+	if per == 0 {
+		per = defaultParseMemoryPerByte
+	}
+	return func(n int) int64 { return parseMemoryBase + per*int64(n) }
+}
+
+// sizeText renders n bytes for findings, e.g. "4 MiB" or "312 bytes".
+func sizeText(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return strings.Replace(fmt.Sprintf("%.1f KiB", float64(n)/(1<<10)), ".0 ", " ", 1)
+	}
+	return strings.Replace(fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)), ".0 ", " ", 1)
 }
 
 // checkEncoding reports the first invalid UTF-8 sequence and the first NUL
@@ -180,6 +237,7 @@ func invalidUTF8(b []byte) int {
 type parserPool struct {
 	g    *grammar
 	free chan *worker
+	mem  func(n int) int64 // the parse memory budget
 }
 
 // worker is a parser with its reusable node buffer.
@@ -198,8 +256,8 @@ func parseBudget(n int) time.Duration {
 // maxKeptNodes bounds the node buffer a pooled worker keeps (about 28 MB).
 const maxKeptNodes = 1 << 20
 
-func newParserPool(g *grammar, size int) *parserPool {
-	return &parserPool{g: g, free: make(chan *worker, size)}
+func newParserPool(g *grammar, size int, mem func(int) int64) *parserPool {
+	return &parserPool{g: g, free: make(chan *worker, size), mem: mem}
 }
 
 func (pp *parserPool) get() (*worker, error) {
@@ -212,7 +270,7 @@ func (pp *parserPool) get() (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Budget = parseBudget
+	p.Budget, p.MemBudget = parseBudget, pp.mem
 	return &worker{p: p}, nil
 }
 
@@ -267,6 +325,9 @@ func (pp *parserPool) parseCut(ctx context.Context, code []byte, cuts func([]byt
 		return pp.parse(ctx, code)
 	}
 	s := &splitRun{ctx: ctx, code: code, at: at, k: k}
+	if pp.mem != nil {
+		s.mem = pp.mem(len(code)) // shared out by the pieces' sizes
+	}
 	ws := s.ws[:k]
 	for i := range ws {
 		w, err := pp.get()
@@ -294,7 +355,10 @@ func (pp *parserPool) parseCut(ctx context.Context, code []byte, cuts func([]byt
 	whole := false
 	for i, err := range s.errs[:k] {
 		switch {
-		case err != nil && ctx.Err() != nil:
+		case err != nil && (ctx.Err() != nil || errors.Is(err, tsparse.ErrTooLarge)):
+			// Out of memory, the whole input would fail alike (its budget
+			// is about the pieces' added up). Out of time it might not: a
+			// cut inside a string makes error recovery slow.
 			for _, w := range ws {
 				pp.put(w)
 			}
@@ -340,6 +404,7 @@ type splitRun struct {
 	errs [splitMaxPieces]error
 	bad  [splitMaxPieces]bool // the piece has an ERROR or MISSING node
 	k    int                  // pieces
+	mem  int64                // the whole input's memory budget, 0 for none
 
 	next    atomic.Int32 // the next piece to claim
 	wg      sync.WaitGroup
@@ -382,6 +447,12 @@ func (s *splitRun) piece(i int) tsparse.Tree {
 		hi = s.at[i]
 	}
 	w := s.ws[i]
+	if s.mem > 0 {
+		share := max(1, s.mem*int64(hi-lo)/int64(len(s.code)))
+		keep := w.p.MemBudget
+		w.p.MemBudget = func(int) int64 { return share }
+		defer func() { w.p.MemBudget = keep }()
+	}
 	nodes, t, err := w.p.ParseKeep(s.ctx, s.code[lo:hi], w.buf)
 	if err == nil {
 		w.buf = nodes

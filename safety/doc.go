@@ -16,9 +16,14 @@
 // methods named eval or compile, words in strings and comments, relative
 // paths and while-True loops with a break are fine.
 //
-// Hostile input is bounded: inputs over max_input_bytes are reported, not
-// parsed; trees are walked iteratively over a flat node array; parsing stops
-// when the context ends; invalid UTF-8 and NUL bytes are findings.
+// Hostile input is bounded, in time and memory per input byte: inputs over
+// max_input_bytes (default 4 MiB) are reported, not parsed; a parse stops
+// at its time budget (2 s plus 2 µs per byte) and at its memory budget
+// (128 MiB plus parse_memory_per_byte, default 96, per byte, counted in
+// tree-sitter's allocator) with a finding that says the code is too large
+// or complex to check; memory of a large parse goes back to the system;
+// trees are walked iteratively over a flat node array; parsing stops when
+// the context ends; invalid UTF-8 and NUL bytes are findings.
 //
 // Use one Checker for many checks: it pools parsers and is safe for
 // concurrent use.

@@ -65,7 +65,7 @@ const (
 // and what the documentation lists.
 var ruleCatalog = map[string]string{
 	RuleSyntaxError:         "the code does not parse (or is not valid UTF-8)",
-	RuleInputTooLarge:       "the input is larger than max_input_bytes and was not parsed",
+	RuleInputTooLarge:       "the input is larger than max_input_bytes, or its syntax tree outgrew the memory budget (parse_memory_per_byte): not checked",
 	RuleFindingLimit:        "more findings than max_findings; the rest are counted",
 	RuleForbiddenImport:     "import of a forbidden module, in any form",
 	RuleImportNotAllowed:    "allow mode: import of a module not in allowed_modules",

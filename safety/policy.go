@@ -30,14 +30,18 @@ const (
 // Policy is what the checker forbids. It is plain data, loaded from YAML;
 // DefaultPolicy returns the built-in one. Validate it before use (New does).
 type Policy struct {
-	Mode          Mode             `yaml:"mode"`
-	Disable       []string         `yaml:"disable"`         // rule ids switched off
-	MaxInputBytes int              `yaml:"max_input_bytes"` // larger inputs are reported, not parsed
-	MaxFindings   int              `yaml:"max_findings"`    // per file; the rest are summarised
-	Files         FilePolicy       `yaml:"files"`
-	Python        PythonPolicy     `yaml:"python"`
-	JavaScript    JavaScriptPolicy `yaml:"javascript"`
-	Bash          BashPolicy       `yaml:"bash"`
+	Mode          Mode     `yaml:"mode"`
+	Disable       []string `yaml:"disable"`         // rule ids switched off
+	MaxInputBytes int      `yaml:"max_input_bytes"` // larger inputs are reported, not parsed
+	// ParseMemoryPerByte bounds the memory a parse may hold: 128 MiB plus
+	// this many bytes per input byte (0: 96). Code whose syntax tree needs
+	// more is reported as too large or complex to check.
+	ParseMemoryPerByte int              `yaml:"parse_memory_per_byte"`
+	MaxFindings        int              `yaml:"max_findings"` // per file; the rest are summarised
+	Files              FilePolicy       `yaml:"files"`
+	Python             PythonPolicy     `yaml:"python"`
+	JavaScript         JavaScriptPolicy `yaml:"javascript"`
+	Bash               BashPolicy       `yaml:"bash"`
 }
 
 // FilePolicy says which paths outside the workspace code may name.
@@ -178,6 +182,9 @@ func (p *Policy) Validate() error {
 	}
 	if p.MaxInputBytes < 0 || p.MaxInputBytes > hardMaxInput {
 		bad("max_input_bytes", fmt.Sprint(p.MaxInputBytes), fmt.Sprintf("must be between 0 (default) and %d", hardMaxInput))
+	}
+	if p.ParseMemoryPerByte < 0 || p.ParseMemoryPerByte > maxParseMemoryPerByte {
+		bad("parse_memory_per_byte", fmt.Sprint(p.ParseMemoryPerByte), fmt.Sprintf("must be between 0 (default) and %d", maxParseMemoryPerByte))
 	}
 	if p.MaxFindings < 0 {
 		bad("max_findings", fmt.Sprint(p.MaxFindings), "must not be negative (0 means the default)")

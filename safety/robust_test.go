@@ -66,13 +66,20 @@ func TestDeepNesting(t *testing.T) {
 	}
 }
 
-// TestLargeInput: a generated 10 MB file is checked within a deadline, and a
-// file over the limit is reported without parsing.
+// TestLargeInput: a generated 10 MB file is checked within a deadline when
+// the policy allows it, and a file over the limit is reported without
+// parsing.
 func TestLargeInput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large input")
 	}
-	c := newTestChecker(t)
+	p := DefaultPolicy()
+	p.MaxInputBytes = 16 << 20
+	c, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	src, err := readBenchFile()
 	if err != nil {
 		t.Fatal(err)
@@ -94,9 +101,61 @@ func TestLargeInput(t *testing.T) {
 		t.Fatalf("the eval at the end was missed: %v", r.Findings)
 	}
 	big := bytes.Repeat([]byte("x = 1\n"), (defaultMaxInput/6)+1)
-	r, err = c.Check(context.Background(), Python, big)
+	r, err = newTestChecker(t).Check(context.Background(), Python, big)
 	if err != nil || len(r.Findings) != 1 || r.Findings[0].Rule != RuleInputTooLarge {
 		t.Fatalf("oversized input: err=%v findings=%v", err, r.Findings)
+	}
+}
+
+// TestCheckerBudgets: with the default policy a legal 6 MB file is refused
+// at once as too large, and code whose syntax tree outgrows the memory
+// budget is reported as too large or complex, not parsed to the end.
+func TestCheckerBudgets(t *testing.T) {
+	c := newTestChecker(t)
+	src, err := readBenchFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for b.Len() < 6<<20 {
+		b.Write(src)
+	}
+	start := time.Now()
+	r, err := c.Check(context.Background(), Python, b.Bytes())
+	if err != nil || len(r.Findings) != 1 || r.Findings[0].Rule != RuleInputTooLarge ||
+		!strings.Contains(r.Findings[0].Message, "too large to check: more than the checker's limit of 4 MiB") {
+		t.Fatalf("6 MB: err=%v findings=%v", err, r.Findings)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("refusing 6 MB took %v", d)
+	}
+
+	// 1 MiB of dense code (one-line statements, some 165 bytes of tree
+	// per byte) fits the default memory budget; with a budget of 16 bytes
+	// per byte it does not, and the parse stops there, in pieces too.
+	dense := strings.Repeat("x = 1\n", 1<<20/6)
+	if r := check(t, c, Python, dense); !r.Safe() {
+		t.Errorf("1 MiB, default budget: %v", r.Findings[0])
+	}
+	p := DefaultPolicy()
+	p.ParseMemoryPerByte = 16
+	tight, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tight.Close()
+	start = time.Now()
+	r = check(t, tight, Python, dense)
+	if len(r.Findings) != 1 || r.Findings[0].Rule != RuleInputTooLarge ||
+		!strings.Contains(r.Findings[0].Message, "too large or too complex to check: its syntax tree needs more than the checker's memory budget of 144 MiB for 1024 KiB of code") {
+		t.Fatalf("1 MiB, 16 bytes per byte: %v", r.Findings)
+	}
+	t.Logf("given up after %v", time.Since(start))
+	for _, bad := range []int{-1, maxParseMemoryPerByte + 1} {
+		p.ParseMemoryPerByte = bad
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "parse_memory_per_byte") {
+			t.Errorf("parse_memory_per_byte %d: %v", bad, err)
+		}
 	}
 }
 

@@ -142,7 +142,7 @@ func splitTree(t testing.TB, pp *parserPool, code []byte, cuts []int) []tsparse.
 // whenever no piece has a syntax error, the appended trees equal the tree of
 // the whole input node for node, so a split can never change a finding.
 func TestSplitParseMatchesWhole(t *testing.T) {
-	pp := newParserPool(pythonGrammar(), 8)
+	pp := newParserPool(pythonGrammar(), 8, nil)
 	defer pp.close()
 	var cuts, merged, fellBack int
 	for name, code := range splitInputs(t) {
@@ -246,7 +246,7 @@ func TestSplitBenchFile(t *testing.T) {
 	if len(at) == 0 {
 		t.Fatal("no cut found in the bench file")
 	}
-	pp := newParserPool(pythonGrammar(), 8)
+	pp := newParserPool(pythonGrammar(), 8, nil)
 	defer pp.close()
 	if !piecesParse(t, pp, src, at) {
 		t.Fatalf("cut at %v gives a piece with a syntax error", at)
@@ -261,7 +261,7 @@ func TestSplitBenchFile(t *testing.T) {
 // checks that parseCut still gives the whole tree: a cut the scan gets wrong
 // leaves a syntax error in a piece, and parseCut falls back.
 func TestSplitSafetyNet(t *testing.T) {
-	pp := newParserPool(pythonGrammar(), 8)
+	pp := newParserPool(pythonGrammar(), 8, nil)
 	defer pp.close()
 	var cuts, fellBack int
 	for name, code := range splitInputs(t) {
@@ -294,7 +294,7 @@ func FuzzSplitParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(bench[:2000], uint16(1000))
-	pp := newParserPool(pythonGrammar(), 8)
+	pp := newParserPool(pythonGrammar(), 8, nil)
 	defer pp.close()
 	f.Fuzz(func(t *testing.T, code []byte, at uint16) {
 		if len(code) > 1<<14 {

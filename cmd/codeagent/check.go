@@ -19,6 +19,7 @@ type checkOptions struct {
 	Lang       string    // "" to detect from each file's extension
 	Files      []string  // "-" reads standard input (needs Lang)
 	Stdin      io.Reader // read for "-"
+	MaxSize    int64     // the checker's input limit; 0 for the policy's
 }
 
 // checkResult is the JSON output of codeagent check.
@@ -46,13 +47,15 @@ func (r checkResult) Safe() bool {
 func cmdCheck(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("check", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent check [--json] [--policy FILE] [--lang L] FILE...\n\nStatically check code for unsafe constructs before it runs. Exit status: 0 when\nevery file is clean, 1 when there are findings (a syntax error is one), 2 for\nusage errors. FILE - reads standard input and needs --lang.\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent check [--json] [--policy FILE] [--lang L] [--max-size SIZE] FILE...\n\nStatically check code for unsafe constructs before it runs. Exit status: 0 when\nevery file is clean, 1 when there are findings (a syntax error is one, and so is\na file too large or complex to check), 2 for usage errors, 130 on Ctrl-C.\nFILE - reads standard input and needs --lang.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := checkOptions{Stdin: s.in}
 	fs.BoolVar(&o.JSON, "json", false, `print {"files":[{"file","safe","findings":[...]}]}`)
 	fs.StringVar(&o.PolicyFile, "policy", "", "YAML policy decoded on top of the built-in one")
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from each file's extension)")
+	sizeVar(fs, &o.MaxSize, "max-size", sizeBounds{min: 1 << 10, max: safety.MaxInputLimit},
+		"largest file checked; a larger one is a finding, read no further (default 4MiB, or the policy's max_input_bytes)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -62,6 +65,9 @@ func cmdCheck(ctx context.Context, s stdio, args []string) int {
 	}
 	o.Files = fs.Args()
 	res, err := runCheck(ctx, o)
+	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
+		return code
+	}
 	if err != nil {
 		return exitCodeFor(s.err, err)
 	}
@@ -92,6 +98,10 @@ func runCheck(ctx context.Context, o checkOptions) (checkResult, error) {
 		}
 		policy = p
 	}
+	if o.MaxSize > 0 {
+		policy.MaxInputBytes = int(o.MaxSize)
+	}
+	limit := int64(policy.InputLimit())
 	var forced safety.Language
 	if o.Lang != "" {
 		l, err := safety.ParseLanguage(o.Lang)
@@ -103,7 +113,6 @@ func runCheck(ctx context.Context, o checkOptions) (checkResult, error) {
 	type input struct {
 		name string
 		lang safety.Language
-		code []byte
 	}
 	inputs := make([]input, 0, len(o.Files))
 	for _, name := range o.Files {
@@ -115,29 +124,34 @@ func runCheck(ctx context.Context, o checkOptions) (checkResult, error) {
 			}
 			lang = l
 		}
-		var code []byte
-		var err error
-		if name == "-" {
-			if o.Stdin == nil {
-				return checkResult{}, usagef("-: no standard input")
+		if name == "-" && o.Stdin == nil {
+			return checkResult{}, usagef("-: no standard input")
+		}
+		if name != "-" {
+			if err := sourceFile(name); err != nil {
+				return checkResult{}, usageError{err}
 			}
-			code, err = io.ReadAll(io.LimitReader(o.Stdin, 1<<30))
-		} else {
-			code, err = readSource(name)
 		}
-		if err != nil {
-			return checkResult{}, usageError{err}
-		}
-		inputs = append(inputs, input{name, lang, code})
+		inputs = append(inputs, input{name, lang})
 	}
 	c, err := safety.New(policy)
 	if err != nil {
 		return checkResult{}, usageError{fmt.Errorf("invalid policy: %w", err)}
 	}
 	defer c.Close()
+	// One file in memory at a time, each read no further than the limit.
 	res := checkResult{Files: make([]checkFile, 0, len(inputs))}
 	for _, in := range inputs {
-		rep, err := c.Check(ctx, in.lang, in.code)
+		var code []byte
+		if in.name == "-" {
+			code, err = io.ReadAll(io.LimitReader(o.Stdin, limit+1))
+		} else {
+			code, err = readSource(in.name, limit)
+		}
+		if err != nil {
+			return checkResult{}, usageError{err}
+		}
+		rep, err := c.Check(ctx, in.lang, code)
 		if err != nil {
 			return checkResult{}, fmt.Errorf("%s: %w", in.name, err)
 		}
@@ -146,19 +160,34 @@ func runCheck(ctx context.Context, o checkOptions) (checkResult, error) {
 	return res, nil
 }
 
-// readSource reads a regular file, refusing directories and devices.
-func readSource(name string) ([]byte, error) {
+// sourceFile refuses a missing file, a directory or a device.
+func sourceFile(name string) error {
 	st, err := os.Stat(name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such file", name)
+			return fmt.Errorf("%s: no such file", name)
 		}
-		return nil, err
+		return err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
+		return fmt.Errorf("%s: not a regular file", name)
 	}
-	return os.ReadFile(name)
+	return nil
+}
+
+// readSource reads a regular file (see sourceFile). It reads at most
+// limit+1 bytes: a larger file is reported by the checker as too large
+// from those, and is never held whole.
+func readSource(name string, limit int64) ([]byte, error) {
+	if err := sourceFile(name); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 // printCheck prints findings as "file:line:col rule message", each followed

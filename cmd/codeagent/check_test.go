@@ -167,3 +167,37 @@ func TestCheckRegistered(t *testing.T) {
 		t.Fatalf("help does not list check:\n%s", errb.String())
 	}
 }
+
+// A file over the limit is a finding, read no further than the limit: a
+// 1 GiB file costs no more than a 4 MiB one. --max-size raises the limit.
+func TestCheckLargeFile(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.py")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("x = 1\n")
+	f.Truncate(1 << 30) // sparse: a NUL byte file of 1 GiB
+	f.Close()
+	start := time.Now()
+	code, out, errOut := runCheckCLI(t, "", huge)
+	if code != exitFailure || !strings.Contains(out, "input-too-large the input is too large to check: more than the checker's limit of 4 MiB") {
+		t.Fatalf("code %d out %q err %q", code, out, errOut)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v: the file was read on", d)
+	}
+	py := writeCheckFile(t, dir, "mid.py", strings.Repeat("total = compute(items, factor=3) + offset\n", 6<<20/42))
+	if code, out, _ := runCheckCLI(t, "", py); code != exitFailure || !strings.Contains(out, "input-too-large") {
+		t.Fatalf("6 MiB, default limit: code %d out %q", code, out)
+	}
+	if code, out, errOut := runCheckCLI(t, "", "--max-size", "8MiB", py); code != exitOK {
+		t.Fatalf("6 MiB, --max-size 8MiB: code %d out %q err %q", code, out, errOut)
+	}
+	for _, bad := range []string{"0", "-1", "1TiB", "12"} {
+		if code, _, errOut := runCheckCLI(t, "", "--max-size", bad, py); code != exitUsage || !strings.Contains(errOut, "flag -max-size") {
+			t.Errorf("--max-size %s: code %d err %q", bad, code, errOut)
+		}
+	}
+}

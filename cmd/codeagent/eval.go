@@ -19,6 +19,7 @@ import (
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
+	"github.com/codeagent/codeagent/termtext"
 )
 
 // evalOptions are the inputs of `codeagent eval`.
@@ -33,6 +34,9 @@ type evalOptions struct {
 	Report        string
 	JSON          bool
 	Compare       string
+	Samples       int
+	Ks            string
+	SamplesFile   string
 	Progress      bool
 	Temperature   string
 	Limits        sandbox.Limits
@@ -50,11 +54,15 @@ const builtinPrefix = "builtin:"
 func cmdEval(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("eval", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent eval --tasks FILE [flags]\n       codeagent eval --compare A.jsonl,B.jsonl [--json]\n\n"+
+		fmt.Fprintln(s.err, "usage: codeagent eval --tasks FILE [flags]\n       codeagent eval --tasks FILE --samples-file SAMPLES.jsonl [flags]\n"+
+			"       codeagent eval --compare A.jsonl,B.jsonl [--json]\n\n"+
 			"Measure the agent on a benchmark suite: HumanEval JSONL, or codeagent's format (task, input files,\n"+
-			"a pytest acceptance test), e.g. builtin:dataanalysis. Prints pass rates at attempt 1..K and final,\n"+
-			"attempts, error classes, tokens and time. With --results, each task's outcome is appended as it\n"+
-			"finishes, and a later run with the same file resumes where this one stopped.\n\nflags:")
+			"a pytest acceptance test), e.g. builtin:dataanalysis. Prints pass rates at attempt 1..K of the\n"+
+			"agent's loop and final, the unbiased pass@k over --samples independent runs a task, attempts,\n"+
+			"error classes, tokens, time and the scoring settings. With --samples-file, scores completions\n"+
+			"({task_id, completion} lines, the reference harness's input) without a model. With --results,\n"+
+			"each sample's outcome is appended as it finishes, and a later run with the same file resumes\n"+
+			"where this one stopped (or adds samples, with a larger --samples). See docs/EVAL.md.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := evalOptions{Getenv: os.Getenv}
@@ -69,12 +77,15 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Report, "report", "", "also write the report to this file (.json for JSON, Markdown otherwise)")
 	fs.BoolVar(&o.JSON, "json", false, "print the summary as JSON instead of a Markdown table")
 	fs.StringVar(&o.Compare, "compare", "", "compare results files (comma-separated) instead of running")
+	fs.IntVar(&o.Samples, "samples", 1, "independent samples (full agent runs, each with its own budget) per task, for pass@k")
+	fs.StringVar(&o.Ks, "k", "", "pass@k for these k (comma-separated, e.g. 1,10,100; default 1, and 5 with 5 or more samples)")
+	fs.StringVar(&o.SamplesFile, "samples-file", "", "score the completions of this JSONL file ({task_id, completion} a line) instead of asking a model")
 	fs.BoolVar(&o.Progress, "progress", false, "show the progress bar even when stderr is not a terminal")
 	fs.StringVar(&o.Temperature, "temperature", "", "sampling temperature sent to the model (default: the model's)")
-	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit of each program run by the agent (default 30s)")
-	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB)")
-	fs.DurationVar(&o.ScoreTimeout, "score-timeout", eval.DefaultScoreTimeout, "time limit of each run of the hidden tests (a task may set its own)")
-	fs.DurationVar(&o.TaskTimeout, "task-timeout", 15*time.Minute, "time limit of one task's agent run (0: none)")
+	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run by the agent (default 30s)")
+	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of each program run (default 256MiB; 2GiB when scoring HumanEval tasks)")
+	durationVar(fs, &o.ScoreTimeout, "score-timeout", 0, boundProgramTime, "time limit of each run of the hidden tests (default 3s for HumanEval tasks, as the reference harness; 30s for codeagent tasks, which may set their own)")
+	durationVar(fs, &o.TaskTimeout, "task-timeout", 15*time.Minute, boundTaskTime, "time limit of one task's agent run (0: none)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	if code, done := parseFlags(fs, args); done {
@@ -93,6 +104,14 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 		return exitCodeFor(s.err, err)
 	}
 	err = runEval(ctx, o, cfg, s)
+	var stopped evalStopped
+	detail := ""
+	if errors.As(err, &stopped) {
+		detail = stopped.detail()
+	}
+	if code, ok := exitInterrupted(ctx, s.err, detail); ok {
+		return code
+	}
 	var setup *sandbox.SetupError
 	if errors.As(err, &setup) {
 		printErr(s.err, "%v", err)
@@ -117,8 +136,13 @@ func (o *evalOptions) config(set map[string]bool) (eval.Config, error) {
 		return eval.Config{}, usagef("--concurrency %d: want 1 to 64", o.Concurrency)
 	case o.Limit < 0:
 		return eval.Config{}, usagef("--limit must not be negative")
-	case o.ScoreTimeout <= 0 || o.TaskTimeout < 0 || o.Limits.WallTime < 0:
-		return eval.Config{}, usagef("timeouts must be positive")
+	case o.Samples < 1 || o.Samples > 10000:
+		return eval.Config{}, usagef("--samples %d: want 1 to 10000", o.Samples)
+	case o.SamplesFile != "" && (set["samples"] || set["feedback"] || set["max-iterations"]):
+		return eval.Config{}, usagef("--samples-file scores the file's completions: it takes no --samples, --feedback or --max-iterations")
+	}
+	if _, err := o.ks(); err != nil {
+		return eval.Config{}, err
 	}
 	cfg := eval.Config{Mode: mode, MaxIterations: o.MaxIterations, Concurrency: o.Concurrency, TaskTimeout: o.TaskTimeout,
 		Agent: agent.Config{Limits: o.Limits}, Score: sandbox.Limits{WallTime: o.ScoreTimeout, Memory: o.Limits.Memory}}
@@ -130,6 +154,22 @@ func (o *evalOptions) config(set map[string]bool) (eval.Config, error) {
 		cfg.Agent.Temperature = &t
 	}
 	return cfg, nil
+}
+
+// ks reads --k; nil means the default.
+func (o *evalOptions) ks() ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(o.Ks, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 1 {
+			return nil, usagef("--k %q: want positive whole numbers such as 1,10,100", o.Ks)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // loadSuite reads --tasks: a file, or a suite compiled in.
@@ -156,12 +196,22 @@ func runEval(ctx context.Context, o evalOptions, cfg eval.Config, s stdio) error
 	if err != nil {
 		return err
 	}
-	pcfg, err := o.Provider.resolve(o.Getenv)
-	if err != nil {
-		return err
+	var pcfg llm.Config
+	var samples map[string][]string
+	if o.SamplesFile != "" {
+		if samples, err = eval.ReadSamples(o.SamplesFile, suite.Tasks); err != nil {
+			return usageError{err}
+		}
+		cfg.Model = eval.SamplesModelPrefix + filepath.Base(o.SamplesFile)
+		cfg.Mode, cfg.MaxIterations = eval.ModeNone, 1
+	} else {
+		if pcfg, err = o.Provider.resolve(o.Getenv); err != nil {
+			return err
+		}
+		cfg.Model = pcfg.Model
+		cfg.Agent.Secrets = []string{pcfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}
 	}
-	cfg.Model, cfg.Suite = pcfg.Model, suite.Name
-	cfg.Agent.Secrets = []string{pcfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}
+	cfg.Suite = suite.Name
 	var prior []eval.Record
 	if o.Results != "" {
 		if prior, err = eval.ReadResults(o.Results); err != nil {
@@ -175,9 +225,16 @@ func runEval(ctx context.Context, o evalOptions, cfg eval.Config, s stdio) error
 		}
 	}
 	key := eval.Key{Model: cfg.Model, Mode: cfg.Mode, MaxIterations: eval.AgentConfig(agent.Config{}, cfg.Mode, cfg.MaxIterations).MaxIterations}
-	scope, todo, err := eval.Plan(suite.Tasks, prior, key, eval.Selection{Limit: o.Limit, Only: only})
+	tasks, nSamples := suite.Tasks, o.Samples
+	if samples != nil {
+		tasks, nSamples = eval.WithSamples(suite.Tasks, samples)
+	}
+	scope, todo, err := eval.Plan(tasks, prior, key, eval.Selection{Limit: o.Limit, Only: only, Samples: nSamples})
 	if err != nil {
 		return usageError{err}
+	}
+	if samples != nil {
+		todo = eval.AttachSamples(todo, samples)
 	}
 	var recs []eval.Record
 	if len(todo) > 0 {
@@ -186,30 +243,45 @@ func runEval(ctx context.Context, o evalOptions, cfg eval.Config, s stdio) error
 		}
 	}
 	interrupted := errors.Is(err, context.Canceled)
-	all := eval.InScope(eval.Latest(append(prior, recs...), key), scope)
-	sum := eval.Summarize(suite.Name, key, len(scope), all)
+	ks, _ := o.ks()
+	all := eval.InScope(eval.Latest(append(prior, recs...), key), scope, nSamples)
+	sum := eval.Summarize(suite.Name, key, len(scope), all, ks...)
 	sum.ElapsedMS = time.Since(started).Milliseconds()
 	if len(todo) == 0 {
-		fmt.Fprintf(s.err, "codeagent: every selected task has results in %s; --only ID reruns one\n", o.Results)
+		fmt.Fprintf(s.err, "codeagent: every selected task has results for each of its samples in %s; --only ID reruns one\n", o.Results)
 	}
 	if werr := writeSummary(o, sum, s.out); werr != nil {
 		return werr
 	}
 	if interrupted {
-		hint := ""
-		if o.Results != "" {
-			hint = fmt.Sprintf("; run the same command again to resume from %s", o.Results)
-		}
-		return fmt.Errorf("interrupted after %d of %d task(s)%s: %w", len(recs), len(todo), hint, context.Canceled)
+		return evalStopped{done: len(recs), total: len(todo), results: o.Results}
 	}
 	return nil
 }
 
+// evalStopped is an evaluation that ended early: it says how far it got
+// and how to resume.
+type evalStopped struct {
+	done, total int
+	results     string
+}
+
+func (e evalStopped) detail() string {
+	s := fmt.Sprintf(" after %d of %d sample(s)", e.done, e.total)
+	if e.results != "" {
+		s += fmt.Sprintf("; run the same command again to resume from %s", e.results)
+	}
+	return s
+}
+
+func (e evalStopped) Error() string { return "interrupted" + e.detail() }
+func (e evalStopped) Unwrap() error { return context.Canceled }
+
 // evalTasks opens the sandbox, checker, model and results file, and runs
 // the tasks with a progress bar on a terminal.
-func evalTasks(ctx context.Context, o evalOptions, cfg eval.Config, pcfg llm.Config, todo []eval.Task, s stdio) ([]eval.Record, error) {
+func evalTasks(ctx context.Context, o evalOptions, cfg eval.Config, pcfg llm.Config, todo []eval.Job, s stdio) ([]eval.Record, error) {
 	logger := newLogger(s.err)
-	sb, err := backends.Open(o.Backend, backends.Options{Warm: 2, AllowWeakIsolation: o.AllowWeak, Logger: logger})
+	sb, err := backends.Open(o.Backend, backends.Options{Warm: max(2, o.Concurrency), AllowWeakIsolation: o.AllowWeak, Logger: logger})
 	if errors.Is(err, backends.ErrUnknown) {
 		return nil, usageError{err}
 	}
@@ -217,16 +289,7 @@ func evalTasks(ctx context.Context, o evalOptions, cfg eval.Config, pcfg llm.Con
 		return nil, err
 	}
 	defer sb.Close()
-	checker, err := safety.New(nil)
-	if err != nil {
-		return nil, err
-	}
-	defer checker.Close()
-	provider, err := newProvider(pcfg, logger, nil)
-	if err != nil {
-		return nil, err
-	}
-	deps := eval.Deps{Provider: provider, Sandbox: sb, Checker: checker, Logger: logger}
+	var deps eval.Deps
 	if o.Results != "" {
 		if deps.Results, err = eval.OpenResults(o.Results); err != nil {
 			return nil, usageError{err}
@@ -238,6 +301,19 @@ func evalTasks(ctx context.Context, o evalOptions, cfg eval.Config, pcfg llm.Con
 		deps.OnRecord = bar.Record
 		defer bar.Finish()
 	}
+	if o.SamplesFile != "" {
+		return eval.ScoreSamples(ctx, cfg, &eval.Scorer{Sandbox: sb, Limits: cfg.Score}, todo, deps)
+	}
+	checker, err := safety.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer checker.Close()
+	provider, err := newProvider(pcfg, logger, nil)
+	if err != nil {
+		return nil, err
+	}
+	deps.Provider, deps.Sandbox, deps.Checker, deps.Logger = provider, sb, checker, logger
 	r, err := eval.New(cfg, deps)
 	if err != nil {
 		return nil, usageError{err}
@@ -252,7 +328,7 @@ func writeSummary(o evalOptions, sum eval.Summary, out io.Writer) error {
 		if err := sum.WriteJSON(out); err != nil {
 			return err
 		}
-	} else if err := sum.WriteMarkdown(out); err != nil {
+	} else if err := sum.WriteMarkdown(terminalSafe(out)); err != nil {
 		return err
 	}
 	if o.Report == "" {
@@ -291,5 +367,14 @@ func evalCompare(o evalOptions, s stdio) error {
 	if o.JSON {
 		return c.WriteJSON(s.out)
 	}
-	return c.WriteMarkdown(s.out)
+	return c.WriteMarkdown(terminalSafe(s.out))
+}
+
+// terminalSafe escapes what is written to w when w is a terminal: task ids,
+// error messages and model names in a report come from files and models.
+func terminalSafe(w io.Writer) io.Writer {
+	if termtext.IsTerminal(w) {
+		return termtext.NewWriter(w)
+	}
+	return w
 }

@@ -152,3 +152,63 @@ func TestEvalUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// --samples-file scores completions (bodies, whole modules) without a
+// model; the results file records every sample, so a second run has
+// nothing to do; pass@k and the settings are in the report.
+func TestEvalSamplesFile(t *testing.T) {
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples.jsonl")
+	lines := []string{
+		`{"task_id": "T/0", "completion": "    return a + b\n"}`,
+		`{"task_id": "T/0", "completion": "def add(a, b):\n    return a - b\n"}`,
+		`{"task_id": "T/1", "completion": "def neg(x):\n    return -x\n"}`,
+		`{"task_id": "T/1", "completion": "    print('codeagent-eval: check passed'); raise SystemExit(0)\n"}`,
+	}
+	os.WriteFile(samples, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	results := filepath.Join(dir, "r.jsonl")
+	args := []string{"eval", "--tasks", evalTasksFile(t), "--samples-file", samples, "--results", results, "--k", "1,2"}
+	code, stdout, stderr := runCLI(t, "", args...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	for _, want := range []string{"samples:samples.jsonl", "| tasks | samples |", "| 2 | 4 | 50.0% (2) |", "pass@1 50.0%, pass@2 100.0%",
+		"scoring settings: humaneval harness, 3s, memory 2 GiB, 1024 processes"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, _ := os.ReadFile(results)
+	if strings.Count(string(b), "\n") != 4 || !strings.Contains(string(b), `"scored_form":"completion"`) || !strings.Contains(string(b), `"sample":1`) {
+		t.Errorf("results:\n%s", b)
+	}
+	code, stdout, stderr = runCLI(t, "", args...)
+	if code != exitOK || !strings.Contains(stderr, "every selected task has results") || !strings.Contains(stdout, "pass@2 100.0%") {
+		t.Errorf("rerun: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "eval", "--tasks", evalTasksFile(t), "--samples-file", samples, "--samples", "3")
+	if code != exitUsage || !strings.Contains(stderr, "takes no --samples") {
+		t.Errorf("--samples with --samples-file: exit %d: %s", code, stderr)
+	}
+}
+
+// --samples N runs N agent runs a task and reports pass@k beside the
+// per-attempt rates; a larger N later adds only the missing samples.
+func TestEvalSamplesAndPassAtK(t *testing.T) {
+	srv, flags := modelServer(t, evalAdd, evalAdd, evalNegWrong, evalNeg)
+	dir := t.TempDir()
+	results := filepath.Join(dir, "r.jsonl")
+	args := append(append([]string{"eval"}, flags...), "--tasks", evalTasksFile(t), "--limit", "2", "--concurrency", "1", "--results", results)
+	code, stdout, stderr := runCLI(t, "", append(args, "--samples", "2")...)
+	if code != exitOK || !strings.Contains(stdout, "| 2 | 4 | 75.0% (3) | 75.0% (3) |") || !strings.Contains(stdout, "pass@1 75.0%") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	srv.Push(evalAdd, evalNeg)
+	code, stdout, stderr = runCLI(t, "", append(args, "--samples", "3", "--k", "1,3")...)
+	if code != exitOK || !strings.Contains(stdout, "| 2 | 6 |") || !strings.Contains(stdout, "pass@3 100.0%") {
+		t.Fatalf("more samples: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if got := len(srv.Requests()); got != 6 {
+		t.Errorf("%d model requests, want 6", got)
+	}
+}

@@ -42,10 +42,10 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	}
 	o := execOptions{Env: map[string]string{}}
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from the file extension)")
-	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit (default 30s)")
-	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit (default 256MiB)")
+	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit (default 30s)")
+	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit (default 256MiB)")
 	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores for all its processes together (default 1)")
-	fs.Var(sizeFlag{&o.Limits.Disk}, "disk", "limit for the workspace's growth and /tmp (default 100MiB)")
+	sizeVar(fs, &o.Limits.Disk, "disk", boundDisk, "limit for the workspace's growth and /tmp (default 100MiB)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
 	fs.Var(envFlag(o.Env), "env", "set an environment variable K=V in the sandbox (repeatable)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the result")
@@ -61,6 +61,9 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	}
 	o.File = fs.Arg(0)
 	res, err := runExec(ctx, o, s)
+	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
+		return code
+	}
 	return execExit(s, o.JSON, res, err)
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
+	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
 )
 
@@ -16,10 +18,31 @@ const (
 	exitFailure  = 1   // the task or check did not succeed
 	exitUsage    = 2   // bad flags, arguments, files or configuration
 	exitProvider = 3   // the model provider failed after its retries
+	exitBusy     = 75  // the session is in use by another process (EX_TEMPFAIL)
 	exitTimeout  = 124 // the program ran out of wall-clock time
 	exitSandbox  = 125 // the sandbox could not be set up
 	exitMemory   = 137 // the program was killed for memory
+	// A command stopped by a signal exits 128 + its number, as shells do:
+	// 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
+	exitSignalBase = 128
 )
+
+// exitInterrupted reports whether a signal stopped the command (run, exec,
+// eval and check call it first on their way out). If one did, it prints the
+// one line saying so, "interrupted" followed by detail, and returns
+// 128 + the signal's number; the command prints nothing else.
+func exitInterrupted(ctx context.Context, w io.Writer, detail string) (int, bool) {
+	sig, ok := interruptedBy(ctx)
+	if !ok {
+		return 0, false
+	}
+	what := "interrupted"
+	if sig == syscall.SIGTERM {
+		what = "terminated"
+	}
+	printErr(w, "%s%s", what, detail)
+	return exitSignalBase + int(sig), true
+}
 
 // usageError marks an error caused by the caller's input (exit 2).
 type usageError struct{ err error }
@@ -38,6 +61,10 @@ func exitCodeFor(w io.Writer, err error) int {
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage
+	}
+	var held *store.LeaseHeldError
+	if errors.As(err, &held) {
+		return exitBusy
 	}
 	if isProviderError(err) && !errors.Is(err, context.Canceled) { // an interrupt is not the provider's failure
 		return exitProvider

@@ -1,15 +1,91 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/codeagent/codeagent/sandbox"
 )
 
+// Flag values are checked where they are parsed, in the flag.Value types
+// below: a value out of its bounds fails the parse, which prints
+// `invalid value "-1s" for flag -timeout: ...` and the command's usage and
+// exits 2 (exitUsage). Every duration and size flag of every command goes
+// through them; the bounds are here.
+var (
+	// boundProgramTime bounds the wall time of one program run.
+	boundProgramTime = durationBounds{max: 24 * time.Hour}
+	// boundRequestTime bounds one model request (--llm-timeout).
+	boundRequestTime = durationBounds{max: 24 * time.Hour}
+	// boundTaskTime bounds one evaluation task; 0 means none.
+	boundTaskTime = durationBounds{zero: "none", max: 7 * 24 * time.Hour}
+	// boundShutdown bounds the wait at shutdown; 0 means none.
+	boundShutdown = durationBounds{zero: "no wait", max: 24 * time.Hour}
+
+	boundMemory = sizeBounds{min: 1 << 20, max: 1 << 40} // below 1 MiB no interpreter starts
+	boundDisk   = sizeBounds{min: 1 << 10, max: 1 << 40}
+	boundUpload = sizeBounds{min: 1, max: 1 << 40}
+)
+
+// durationBounds are the values a duration flag accepts: positive up to
+// max, and 0 only when zero says what it means.
+type durationBounds struct {
+	zero string // what 0 means; "" when 0 is refused
+	max  time.Duration
+}
+
+// durationFlag is a time.Duration flag with bounds.
+type durationFlag struct {
+	d *time.Duration
+	b durationBounds
+}
+
+// durationVar registers a bounded duration flag with default def.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, b durationBounds, usage string) {
+	*p = def
+	fs.Var(durationFlag{p, b}, name, usage)
+}
+
+func (f durationFlag) String() string {
+	if f.d == nil || *f.d == 0 {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return errors.New("want a duration such as 30s, 5m or 1h30m")
+	case v < 0:
+		return errors.New("a duration must not be negative")
+	case v == 0 && f.b.zero == "":
+		return errors.New("0 means nothing here: want a positive duration such as 30s")
+	case v > f.b.max:
+		return fmt.Errorf("%s is more than the most this flag accepts, %s", v, f.b.max)
+	}
+	*f.d = v
+	return nil
+}
+
+// sizeBounds are the byte sizes a size flag accepts.
+type sizeBounds struct{ min, max int64 }
+
 // sizeFlag is a byte size flag such as --memory 256MiB.
-type sizeFlag struct{ n *int64 }
+type sizeFlag struct {
+	n *int64
+	b sizeBounds
+}
+
+// sizeVar registers a bounded size flag; *p keeps its value as the default.
+func sizeVar(fs *flag.FlagSet, p *int64, name string, b sizeBounds, usage string) {
+	fs.Var(sizeFlag{p, b}, name, usage)
+}
 
 func (f sizeFlag) String() string {
 	if f.n == nil || *f.n == 0 {
@@ -20,11 +96,43 @@ func (f sizeFlag) String() string {
 
 func (f sizeFlag) Set(s string) error {
 	v, err := sandbox.ParseSize(s)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if v <= 0 {
+	case v <= 0:
 		return fmt.Errorf("size must be positive")
+	case v < f.b.min:
+		return fmt.Errorf("%s is less than the least this flag accepts, %s", sandbox.FormatSize(v), sandbox.FormatSize(f.b.min))
+	case f.b.max > 0 && v > f.b.max:
+		return fmt.Errorf("%s is more than the most this flag accepts, %s", sandbox.FormatSize(v), sandbox.FormatSize(f.b.max))
+	}
+	*f.n = v
+	return nil
+}
+
+// intFlag is an int flag with bounds.
+type intFlag struct {
+	n        *int
+	min, max int
+}
+
+// intVar registers a bounded int flag with default def.
+func intVar(fs *flag.FlagSet, p *int, name string, def, min, max int, usage string) {
+	*p = def
+	fs.Var(intFlag{p, min, max}, name, usage)
+}
+
+func (f intFlag) String() string {
+	if f.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f intFlag) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || v < f.min || v > f.max {
+		return fmt.Errorf("want a whole number from %d to %d", f.min, f.max)
 	}
 	*f.n = v
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -17,6 +18,7 @@ import (
 // termtext.
 type progress struct {
 	mu   sync.Mutex
+	ctx  context.Context // the run's: once it ends, the done line is left to the caller
 	w    io.Writer
 	mode progressMode
 	open bool // a line is in progress
@@ -32,7 +34,9 @@ const (
 	modeTestFile                     // the user's tests passed: done
 )
 
-func newProgress(w io.Writer, mode progressMode) *progress { return &progress{w: w, mode: mode} }
+func newProgress(ctx context.Context, w io.Writer, mode progressMode) *progress {
+	return &progress{ctx: ctx, w: w, mode: mode}
+}
 
 // Event implements agent.Observer.
 func (p *progress) Event(e agent.Event) {
@@ -54,7 +58,7 @@ func (p *progress) Event(e agent.Event) {
 		p.open = true
 	case agent.EventGenerated:
 		if e.ErrorClass != "" {
-			s = p.failed(e.ErrorClass, "")
+			s = p.failed(e.ErrorClass, e.Message)
 		} else {
 			s = " · checking"
 		}
@@ -82,6 +86,9 @@ func (p *progress) Event(e agent.Event) {
 		}
 	case agent.EventDone:
 		p.endLine()
+		if _, stopped := interruptedBy(p.ctx); stopped {
+			return // the command says so in one line
+		}
 		if e.Success != nil && *e.Success {
 			s = fmt.Sprintf("done: success after %d attempt(s) in %.1fs\n", e.Attempt, float64(e.DurationMS)/1000)
 		} else {

@@ -16,20 +16,23 @@ import (
 // are the top configuration layer, over the environment and the defaults;
 // see llm.Resolve.
 type providerFlags struct {
-	provider string
-	model    string
-	baseURL  string
-	timeout  time.Duration
+	provider  string
+	model     string
+	baseURL   string
+	timeout   time.Duration
+	maxAnswer int64
 }
 
-// addProviderFlags registers --provider, --model, --base-url and
-// --llm-timeout on fs.
+// addProviderFlags registers --provider, --model, --base-url,
+// --llm-timeout and --max-answer on fs.
 func addProviderFlags(fs *flag.FlagSet) *providerFlags {
 	f := &providerFlags{}
 	fs.StringVar(&f.provider, "provider", "", "model provider: "+strings.Join(llm.ProviderNames(), " or ")+" (env "+llm.EnvProvider+"; default openai)")
 	fs.StringVar(&f.model, "model", "", "model name (env "+llm.EnvModel+")")
 	fs.StringVar(&f.baseURL, "base-url", "", "API base URL, e.g. http://localhost:11434/v1 for Ollama (env "+llm.EnvOpenAIBaseURL+"); a local URL needs no key")
-	fs.DurationVar(&f.timeout, "llm-timeout", 0, "time limit for one model request (default 5m)")
+	durationVar(fs, &f.timeout, "llm-timeout", 0, boundRequestTime, "time limit for one model request (default 5m)")
+	sizeVar(fs, &f.maxAnswer, "max-answer", sizeBounds{min: 1 << 10, max: llm.MaxAnswerLimit},
+		"largest model answer read; a larger one is cut off and the attempt fails (default 1MiB)")
 	return f
 }
 
@@ -37,11 +40,8 @@ func addProviderFlags(fs *flag.FlagSet) *providerFlags {
 // validates the result. A bad configuration is a usage error (exit 2)
 // whose message says what to set.
 func (f *providerFlags) resolve(getenv func(string) string) (llm.Config, error) {
-	if f.timeout < 0 {
-		return llm.Config{}, usagef("--llm-timeout %s is negative", f.timeout)
-	}
 	cfg, err := llm.Resolve(getenv, llm.Overrides{
-		Provider: f.provider, Model: f.model, BaseURL: f.baseURL, Timeout: f.timeout,
+		Provider: f.provider, Model: f.model, BaseURL: f.baseURL, Timeout: f.timeout, MaxAnswerBytes: f.maxAnswer,
 	})
 	if err != nil {
 		return cfg, usageError{err}

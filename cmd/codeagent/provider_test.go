@@ -70,7 +70,6 @@ func TestProviderFlagsErrorsAreUsageErrors(t *testing.T) {
 		{[]string{"--provider", "anthropic"}, providerEnv(), "set ANTHROPIC_API_KEY"},
 		{[]string{"--provider", "mistral"}, providerEnv(), `unknown provider "mistral"`},
 		{[]string{"--base-url", "http://localhost:8080/v1"}, providerEnv(), "pass --model"},
-		{[]string{"--llm-timeout", "-1s"}, providerEnv(), "negative"},
 	} {
 		_, err := parseProviderFlags(t, c.args...).resolve(c.env)
 		var ue usageError

@@ -9,14 +9,12 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
-	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
@@ -49,6 +47,7 @@ type runOptions struct {
 	Backend         string
 	AllowWeak       bool
 	Session         string // continue (or start) this session
+	Wait            bool   // wait for a session another process is running
 	DataDir         string
 	Manifest        string
 	Getenv          func(string) string
@@ -71,7 +70,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	o := runOptions{Getenv: os.Getenv}
 	o.Provider = addProviderFlags(fs)
 	fs.IntVar(&o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, "attempts at the program")
-	fs.IntVar(&o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, "failed repairs in a row before starting afresh from the task (0: never)")
+	intVar(fs, &o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, 0, 100, "failed repairs in a row before starting afresh from the task (0: never)")
 	fs.Var((*repeated)(&o.Files), "file", "copy an input file into the workspace (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
 	fs.StringVar(&o.Out, "out", "", "copy the files the program created (and the program, when it succeeded) to this directory")
@@ -79,8 +78,8 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.TestFile, "test-file", "", "pytest tests to pass (they import from solution); success means they pass")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
 	fs.StringVar(&o.Lang, "lang", "python", "language: python, javascript or bash")
-	fs.DurationVar(&o.Limits.WallTime, "timeout", 0, "wall-clock limit of each program run (default 30s)")
-	fs.Var(sizeFlag{&o.Limits.Memory}, "memory", "memory limit of each program run (default 256MiB)")
+	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run (default 30s)")
+	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of each program run (default 256MiB)")
 	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores of each program run (default 1)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the outcome and the history")
 	fs.StringVar(&o.Events, "events", "", "write one JSON line per step to FILE, or - for stdout")
@@ -88,6 +87,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	fs.StringVar(&o.Session, "session", "", "continue this session (same workspace, earlier turns in context); created if new")
+	fs.BoolVar(&o.Wait, "wait", false, "with --session: wait while another process runs the session instead of failing")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
 	if code, done := parseFlags(fs, args); done {
@@ -105,6 +105,9 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 		return exitCodeFor(s.err, err)
 	}
 	res, err := runRun(ctx, o, s)
+	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
+		return code
+	}
 	return runExit(s, o, res, err)
 }
 
@@ -117,10 +120,10 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 		return usagef("--tests and --test-file exclude each other: the model writes tests, or you give them")
 	case o.Events == "-" && o.JSON:
 		return usagef("--events - and --json both want stdout: write the events to a file")
-	case o.Limits.WallTime < 0 || (o.setFlags["timeout"] && o.Limits.WallTime == 0):
-		return usagef("--timeout must be positive")
 	case o.Session != "" && o.Workdir != "":
 		return usagef("--session and --workdir exclude each other: a session keeps its own workspace")
+	case o.Wait && o.Session == "":
+		return usagef("--wait is for --session: only a session can be in use by another process")
 	}
 	if o.Session != "" {
 		if err := checkSessionName(o.Session); err != nil {
@@ -154,7 +157,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		return nil, err
 	}
 	defer st.Close()
-	sess, history, err := openSession(ctx, st, dataDir, o.Session)
+	sess, err := ensureSession(ctx, st, dataDir, o.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -172,20 +175,8 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 			return nil, usagef("--out %s: %w", o.Out, err)
 		}
 	}
-	var ws *workspace.Workspace
-	if sess != nil {
-		ws, err = openSessionWorkspace(dataDir, sess.Name)
-	} else {
-		ws, err = workspace.New(o.Workdir)
-	}
-	if err != nil {
-		return nil, usageError{err}
-	}
-	defer ws.Close()
-	for _, f := range o.Files {
-		if _, err := ws.CopyIn(f, maxInputFile); err != nil {
-			return nil, usageError{err}
-		}
+	if err := checkInputs(o.Files); err != nil {
+		return nil, err
 	}
 	logger := newLogger(s.err)
 	backend := o.Backend
@@ -205,11 +196,6 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	if m != nil {
 		perMinute = m.Agent.Limits.ExecutionsPerMinute
 	}
-	limited := ratelimit.New(sb, perMinute)
-	if sess != nil {
-		recent, _ := st.CountAudit(ctx, sess.Name, "executed", time.Now().Add(-time.Minute))
-		limited.Spend(recent)
-	}
 	checker, err := safety.New(policy)
 	if err != nil {
 		return nil, err
@@ -220,40 +206,65 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	obs, closeEvents, err := runObservers(o, s)
+	obs, closeEvents, err := runObservers(ctx, o, s)
 	if err != nil {
 		return nil, err
 	}
 	defer closeEvents()
-	turn := store.Turn{}
-	sessName := ""
+	// The session's lease comes before its workspace is touched.
+	run, err := session.Start(ctx, session.Options{Store: st, Session: sess, Task: o.Task, Purpose: "codeagent run",
+		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
+		Sandbox: sb, PerMinute: perMinute, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	var ws *workspace.Workspace
 	if sess != nil {
-		if turn, err = st.BeginTurn(ctx, sess.ID, o.Task); err != nil {
-			return nil, err
+		ws, err = openSessionWorkspace(dataDir, sess.Name)
+	} else {
+		ws, err = workspace.New(o.Workdir)
+	}
+	if err != nil {
+		run.Close()
+		return nil, usageError{err}
+	}
+	defer ws.Close()
+	for _, f := range o.Files {
+		if _, err := ws.CopyIn(f, maxInputFile); err != nil {
+			run.Close()
+			return nil, usageError{err}
 		}
-		sessName = sess.Name
 	}
-	runID := turn.ID
-	if runID == "" {
-		runID = newRunID()
-	}
-	rec := session.NewRecorder(ctx, st, sessName, turn.ID, runID, logger)
-	obs = agent.Observers(obs, rec)
 	a, err := agent.New(agent.Config{
 		MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
 		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests,
 		Secrets: []string{cfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)},
-	}, agent.Deps{Provider: provider, Sandbox: limited, Checker: checker, Logger: logger, Observer: obs})
+	}, agent.Deps{Provider: provider, Sandbox: run.Sandbox, Checker: checker, Logger: logger, Observer: agent.Observers(obs, run.Rec)})
 	if err != nil {
+		run.Close()
 		return nil, usageError{err}
 	}
-	res, err := a.Run(ctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode, History: history})
+	rctx, err := run.Begin(ctx)
+	if err != nil {
+		run.Close()
+		return nil, err
+	}
+	res, err := a.Run(rctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode, History: run.History})
 	if n := meter.Requests(); n > 0 { // the meter also counts retried requests
 		u := meter.Total()
 		res.Usage = agent.Usage{Requests: n, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total()}
 	}
-	if sess != nil {
-		finishTurn(ctx, st, turn, res, rec, ws.Dir, logger)
+	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil {
+		var ae *session.AuditError
+		if errors.As(ferr, &ae) {
+			res.Success, res.Message = false, ae.Error()
+		}
+		switch {
+		case err == nil:
+			err = ferr
+		case !errors.As(err, &ae):
+			err = errors.Join(err, ferr)
+		}
 	}
 	if o.Out != "" {
 		// The program goes along only when it succeeded: after a rejected
@@ -273,7 +284,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 }
 
 // runObservers builds the progress renderer and the event writer.
-func runObservers(o runOptions, s stdio) (agent.Observer, func(), error) {
+func runObservers(ctx context.Context, o runOptions, s stdio) (agent.Observer, func(), error) {
 	var obs []agent.Observer
 	closeFn := func() {}
 	if o.Progress || isTerminal(s.err) {
@@ -286,7 +297,7 @@ func runObservers(o runOptions, s stdio) (agent.Observer, func(), error) {
 		case o.NoVerify:
 			mode = modePlain
 		}
-		obs = append(obs, newProgress(s.err, mode))
+		obs = append(obs, newProgress(ctx, s.err, mode))
 	}
 	switch o.Events {
 	case "":

@@ -264,3 +264,29 @@ func TestRunDemoOutput(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "", args...)
 	fmt.Printf("exit %d\n--- stderr ---\n%s--- stdout ---\n%s", code, stderr, stdout)
 }
+
+// An answer over --max-answer fails its attempt, visibly, and the next
+// attempt replaces it.
+func TestRunAnswerOverTheCapIsReplaced(t *testing.T) {
+	huge := llmtest.Reply{Text: strings.Repeat("print(1)\n", 1000), Repeat: 1000} // 9 MB
+	_, flags := modelServer(t, huge, pyAnswer("print('small')\n"))
+	args := append(append([]string{"run"}, flags...), "--max-answer", "64KiB", "--no-verify", "--progress", "print something")
+	code, stdout, stderr := runCLI(t, "", args...)
+	if code != exitOK || !strings.Contains(stdout, "small") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "✗ bad_answer: the answer from") || !strings.Contains(stderr, "64 KiB") {
+		t.Errorf("progress does not say why attempt 1 failed:\n%s", stderr)
+	}
+}
+
+// A verifier that never gives a verdict fails the run, and the reason is
+// on the terminal without --json or --progress.
+func TestRunUnreadableVerdictIsShown(t *testing.T) {
+	_, flags := modelServer(t, pyAnswer("print('total 5')\n"), llmtest.Say("{}"), llmtest.Say("{}"))
+	args := append(append([]string{"run"}, flags...), "--max-iterations", "1", "print the total")
+	code, _, stderr := runCLI(t, "", args...)
+	if code != exitFailure || !strings.Contains(stderr, "the verifier's answer could not be read (twice; it answered `{}`)") {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+}

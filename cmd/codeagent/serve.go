@@ -68,9 +68,9 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.KeysFile, "keys-file", "", "API keys: one name:token per line, or JSON {\"name\": \"token\"}")
 	fs.BoolVar(&o.NoToken, "no-token", false, "without API keys, make no token: then any user or program of this machine may use the\n"+
 		"server (read every session's files, run code); only for a single-user machine")
-	fs.Var(sizeFlag{&o.MaxUpload}, "max-upload", "largest uploaded file (default 100MiB)")
+	sizeVar(fs, &o.MaxUpload, "max-upload", boundUpload, "largest uploaded file (default 100MiB)")
 	fs.IntVar(&o.MaxUploadFiles, "max-upload-files", server.DefaultMaxUploadFiles, "most files in one upload request")
-	fs.Var(sizeFlag{&o.SessionMaxBytes}, "session-max-size", "largest total size of a session's workspace, API and MCP (default 1GiB)")
+	sizeVar(fs, &o.SessionMaxBytes, "session-max-size", boundUpload, "largest total size of a session's workspace, API and MCP (default 1GiB)")
 	fs.IntVar(&o.SessionMaxFiles, "session-max-files", server.DefaultSessionMaxFiles, "most files and directories in a session's workspace, API and MCP")
 	fs.IntVar(&o.Workers, "workers", 0, "executions at once (default 2 × CPUs)")
 	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
@@ -78,7 +78,7 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.IntVar(&o.Warm, "warm", 2, "sandboxes kept started ahead")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
-	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running executions may take to finish at shutdown")
+	durationVar(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, boundShutdown, "how long running executions may take to finish at shutdown")
 	o.Provider = addProviderFlags(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code

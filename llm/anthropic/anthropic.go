@@ -72,8 +72,8 @@ func New(cfg llm.Config, logger *slog.Logger) (*Provider, error) {
 
 // Chat implements llm.Provider.
 func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	return p.run(ctx, req, func(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint) (llm.Response, error) {
-		m, err := p.client.Messages.New(ctx, params, p.errorsAsLLM(ep))
+	return p.run(ctx, req, func(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint, body *llm.AnswerBody) (llm.Response, error) {
+		m, err := p.client.Messages.New(ctx, params, p.middleware(ep, body))
 		if err != nil {
 			return llm.Response{}, err
 		}
@@ -83,12 +83,13 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, onDelta func(string)) (llm.Response, error) {
-	return p.run(ctx, req, func(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint) (llm.Response, error) {
-		return p.stream(ctx, params, ep, onDelta)
+	return p.run(ctx, req, func(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint, body *llm.AnswerBody) (llm.Response, error) {
+		return p.stream(ctx, params, ep, body, onDelta)
 	})
 }
 
-type sendFunc func(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint) (llm.Response, error)
+// sendFunc sends one request; body watches its answer.
+type sendFunc func(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint, body *llm.AnswerBody) (llm.Response, error)
 
 func (p *Provider) run(parent context.Context, req llm.Request, send sendFunc) (llm.Response, error) {
 	ep := p.endpoint(req)
@@ -100,25 +101,26 @@ func (p *Provider) run(parent context.Context, req llm.Request, send sendFunc) (
 	if p.cfg.Timeout > 0 {
 		ctx, cancel = context.WithTimeout(parent, p.cfg.Timeout)
 	}
-	resp, err := send(ctx, params, ep)
+	body := llm.NewAnswerBody(ep, p.cfg.AnswerCap())
+	resp, err := send(ctx, params, ep, body)
 	cancel()
 	if err != nil {
-		return resp, p.classify(ep, parent, err)
+		return resp, p.classify(ep, parent, body.Annotate(err))
 	}
-	return resp, llm.CheckAnswer(ep, resp, int(params.MaxTokens))
+	return resp, llm.CheckAnswer(ep, resp, int(params.MaxTokens), body)
 }
 
 func (p *Provider) endpoint(req llm.Request) llm.Endpoint {
 	return p.cfg.EndpointFor(req.Model)
 }
 
-// errorsAsLLM is SDK middleware that turns any HTTP error status into an
-// *llm.Error, so that proxies with non-Anthropic error bodies are handled
-// the same way.
-func (p *Provider) errorsAsLLM(ep llm.Endpoint) option.RequestOption {
+// middleware turns any HTTP error status into an *llm.Error, so that
+// proxies with non-Anthropic error bodies are handled the same way, and has
+// body watch the answer (size cap, raw UTF-8).
+func (p *Provider) middleware(ep llm.Endpoint, body *llm.AnswerBody) option.RequestOption {
 	return option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(r)
-		return llm.ErrorFromResponse(ep, res, err)
+		return body.Wrap(llm.ErrorFromResponse(ep, res, err))
 	})
 }
 

@@ -129,9 +129,11 @@ func fromMessage(m *sdk.Message, requested string) llm.Response {
 }
 
 // stream reads the SSE events message_start, content_block_start,
-// content_block_delta, message_delta and message_stop.
-func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint, onDelta func(string)) (llm.Response, error) {
-	s := p.client.Messages.NewStreaming(ctx, params, p.errorsAsLLM(ep))
+// content_block_delta, message_delta and message_stop. It stops reading at
+// the answer size cap, and a stream that ends without message_stop is
+// broken, not a complete answer.
+func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint, body *llm.AnswerBody, onDelta func(string)) (llm.Response, error) {
+	s := p.client.Messages.NewStreaming(ctx, params, p.middleware(ep, body))
 	defer s.Close()
 	r := llm.Response{Model: string(params.Model)}
 	var text strings.Builder
@@ -141,8 +143,15 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, ep l
 	}
 	calls := map[int64]*partial{}
 	var in, out, cacheRead, cacheWrite int64
-	for s.Next() {
+	size, stopped := int64(0), false
+	var tooLarge error
+	for tooLarge == nil && s.Next() {
 		ev := s.Current()
+		size += int64(len(ev.ContentBlock.Text) + len(ev.Delta.Text) + len(ev.Delta.PartialJSON))
+		if size > body.Max() {
+			tooLarge = llm.AnswerTooLarge(ep, body.Max())
+			break
+		}
 		switch ev.Type {
 		case "message_start":
 			if ev.Message.Model != "" {
@@ -182,6 +191,8 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, ep l
 			if ev.Usage.InputTokens > 0 {
 				in = ev.Usage.InputTokens
 			}
+		case "message_stop":
+			stopped = true
 		}
 	}
 	r.Text = text.String()
@@ -202,7 +213,15 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, ep l
 		r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: pc.id, Name: pc.name, Arguments: input})
 	}
 	r.FinishReason = finish(r.RawFinishReason)
-	return r, s.Err()
+	switch err := s.Err(); {
+	case tooLarge != nil:
+		return r, tooLarge
+	case err != nil:
+		return r, llm.WithReceived(err, int64(text.Len()))
+	case !stopped:
+		return r, llm.BrokenStream(ep, int64(text.Len()))
+	}
+	return r, nil
 }
 
 func finish(raw string) llm.FinishReason {

@@ -217,19 +217,51 @@ func Blocks(answer string) []Block {
 		}
 		indent, fence := len(m[1]), m[2]
 		b := Block{Lang: strings.ToLower(tagCleanRE.FindStringSubmatch(m[3])[1])}
-		var body []string
-		for i++; i < len(lines); i++ {
-			t := strings.TrimSpace(lines[i])
-			if len(t) >= len(fence) && strings.Trim(t, fence[:1]) == "" {
-				b.Complete = true
-				break
+		// A fence line indented four columns more than the opening one,
+		// or, in Python, inside a triple-quoted string (a docstring
+		// showing Markdown) is the block's content; should no other fence
+		// line come, the first one closes the block after all.
+		python := b.Lang == "" || Normalize(b.Lang) == "python"
+		var str byte
+		start, end, firstClose := i+1, len(lines), -1
+		for i = start; i < len(lines); i++ {
+			if fenceOnly(lines[i], fence) {
+				if closes(lines[i], indent) && (!python || str == 0) {
+					end, b.Complete = i, true
+					break
+				}
+				if firstClose < 0 {
+					firstClose = i
+				}
 			}
-			body = append(body, dedent(lines[i], indent))
+			if python {
+				str = pyStrings(lines[i], str)
+			}
+		}
+		if !b.Complete && firstClose >= 0 {
+			end, b.Complete, i = firstClose, true, firstClose
+		}
+		body := make([]string, 0, end-start)
+		for _, l := range lines[start:end] {
+			body = append(body, dedent(l, indent))
 		}
 		b.Code = strings.Join(body, "\n")
 		out = append(out, b)
 	}
 	return out
+}
+
+// fenceOnly reports whether line holds only fence's character, repeated
+// at least as often.
+func fenceOnly(line, fence string) bool {
+	t := strings.TrimSpace(line)
+	return len(t) >= len(fence) && strings.Trim(t, fence[:1]) == ""
+}
+
+// closes reports whether a fence line may close a block opened at indent:
+// it is indented at most three columns more (as in CommonMark).
+func closes(line string, indent int) bool {
+	return len(line)-len(strings.TrimLeft(line, " \t")) <= indent+3
 }
 
 // dedent removes up to n leading spaces or tabs.

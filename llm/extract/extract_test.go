@@ -225,3 +225,43 @@ func TestBlocks(t *testing.T) {
 		t.Errorf("blocks = %+v", bs)
 	}
 }
+
+// A line holding only a fence inside a Python string (a docstring showing
+// an example in Markdown) does not end the block; an unfenced module whose
+// string holds a prose-like line at column 0 (HumanEval/64's FIX) is code.
+func TestCodeFencesAndProseInsideStrings(t *testing.T) {
+	docFn := "def f(x):\n    \"\"\"Doubles x.\n\n    ```\n    >>> f(2)\n    4\n    ```\n    \"\"\"\n    return 2 * x\n"
+	docMod := "\"\"\"Tools.\n\n```\nf(2) == 4\n```\n\"\"\"\n\ndef f(x):\n    return 2 * x\n"
+	fix := "FIX = \"\"\"\nAdd more test cases.\n\"\"\"\n\ndef vowels_count(s):\n    \"\"\"Count the vowels.\n    Example:\n    >>> vowels_count(\"abcde\")\n    2\n    \"\"\"\n" +
+		"    vowels = \"aeiouAEIOU\"\n    n_vowels = sum(c in vowels for c in s)\n    if s[-1] == 'y' or s[-1] == 'Y':\n        n_vowels += 1\n    return n_vowels\n"
+	for _, c := range []struct {
+		name, answer, want string
+		source             Source
+	}{
+		{"fence line in a function's docstring", "Here:\n\n```python\n" + docFn + "```\n\nDone.", docFn, SourceFenced},
+		{"fence line in a module docstring", "```python\n" + docMod + "```\n", docMod, SourceFenced},
+		{"fence in a string, untagged block", "```\n" + docFn + "```\nThat is all.", docFn, SourceFenced},
+		{"unfenced module with a prose-like line in a string", fix, fix, SourceBare},
+		{"unfenced, prose around it", "Here is the solution:\n\n" + fix + "\nThis counts the vowels.", fix, SourceBare},
+	} {
+		r, err := Code(c.answer, "python")
+		if err != nil || r.Code != c.want || r.Source != c.source || !r.Complete {
+			t.Errorf("%s: got %q (%s, complete %v), %v\nwant %q", c.name, r.Code, r.Source, r.Complete, err, c.want)
+		}
+	}
+	// A string left open does not swallow the rest of the answer: the first
+	// fence line closes the block after all.
+	open := "```python\ns = \"\"\"never closed\nprint(s)\n```\n\nSome prose after the block.\n"
+	if r, err := Code(open, "python"); err != nil || r.Code != "s = \"\"\"never closed\nprint(s)\n" || !r.Complete {
+		t.Errorf("open string: got %q (%v), %v", r.Code, r.Complete, err)
+	}
+}
+
+// A closing fence indented deeper than the code still closes a block that
+// has no other.
+func TestCodeDeepClosingFence(t *testing.T) {
+	r, err := Code("```python\n    return sorted(x)\n    ```\nThat sorts it.", "python")
+	if err != nil || r.Code != "    return sorted(x)\n" || !r.Complete {
+		t.Errorf("got %q (%v), %v", r.Code, r.Complete, err)
+	}
+}

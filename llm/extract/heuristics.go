@@ -134,24 +134,65 @@ func isProse(line string) bool {
 	return !keywords[first]
 }
 
+// pyStrings returns the triple-quoted string state at the end of line
+// given the state at its start: 0 outside a string, else the quote
+// character of the open triple-quoted string. Comments and one-line strings
+// are skipped; it is a line scanner, not a tokenizer.
+func pyStrings(line string, state byte) byte {
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case state != 0:
+			if c == '\\' {
+				i++
+			} else if c == state && strings.HasPrefix(line[i:], strings.Repeat(string(c), 3)) {
+				state, i = 0, i+2
+			}
+		case c == '#':
+			return 0
+		case c == '"' || c == '\'':
+			if strings.HasPrefix(line[i:], strings.Repeat(string(c), 3)) {
+				state, i = c, i+2
+				continue
+			}
+			for i++; i < len(line) && line[i] != c; i++ {
+				if line[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return state
+}
+
 // bare returns the code of an answer without fences: the answer minus
 // leading and trailing prose lines, when the rest has no prose and looks
-// like lang; else "".
+// like lang; else "". In Python, lines inside a triple-quoted string are
+// never prose.
 func bare(text, lang string) string {
 	lines := strings.Split(text, "\n")
+	inString := make([]bool, len(lines))
+	if lang == "python" {
+		var str byte
+		for i, l := range lines {
+			inString[i] = str != 0
+			str = pyStrings(l, str)
+		}
+	}
+	prose := func(i int) bool { return !inString[i] && isProse(lines[i]) }
 	lo, hi := 0, len(lines)
-	for lo < hi && (strings.TrimSpace(lines[lo]) == "" || isProse(lines[lo])) {
+	for lo < hi && (strings.TrimSpace(lines[lo]) == "" || prose(lo)) {
 		lo++
 	}
-	for hi > lo && (strings.TrimSpace(lines[hi-1]) == "" || isProse(lines[hi-1])) {
+	for hi > lo && (strings.TrimSpace(lines[hi-1]) == "" || prose(hi-1)) {
 		hi--
 	}
 	if lo == hi {
 		return ""
 	}
 	body := lines[lo:hi]
-	for _, l := range body {
-		if isProse(l) {
+	for i := lo; i < hi; i++ {
+		if prose(i) {
 			return ""
 		}
 	}

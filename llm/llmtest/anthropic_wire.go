@@ -74,7 +74,9 @@ func (anthropicWire) writeSSE(w http.ResponseWriter, req Request, r Reply) {
 		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
 		sse(w, "ping", map[string]any{"type": "ping"})
 		for _, c := range parts {
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": raw(c)}})
+			if !sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": raw(c)}}) {
+				return // the client went away
+			}
 		}
 		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
@@ -90,6 +92,13 @@ func (anthropicWire) writeSSE(w http.ResponseWriter, req Request, r Reply) {
 		}
 		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
+	}
+	if r.Stall {
+		req.wait()
+		return
+	}
+	if r.Cut {
+		return
 	}
 	delta := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": antStop(r), "stop_sequence": nil}}
 	if r.Usage != nil {

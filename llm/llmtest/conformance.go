@@ -27,8 +27,9 @@ type Harness struct {
 // real SDK code and a fake server of its wire protocol: plain and streamed
 // text, tool calls, conversation history, errors (401, 404, 429 with
 // Retry-After, 500, connection reset, timeout, unreachable server,
-// cancellation), empty, truncated and non-UTF-8 answers, and retries
-// through llm.Retry.
+// cancellation), empty, truncated, oversized and non-UTF-8 answers, a
+// correctly encoded U+FFFD, streams cut off without their end, servers
+// that stall after part of the answer, and retries through llm.Retry.
 func RunProviderTests(t *testing.T, h Harness) {
 	ctx := context.Background()
 	// start returns a fake server scripted with replies and a backend for it.
@@ -149,6 +150,46 @@ func RunProviderTests(t *testing.T, h Harness) {
 			wantKind(t, err, llm.KindInvalidUTF8, false)
 		})
 
+		t.Run(mode+"/replacement_character_is_text", func(t *testing.T) {
+			_, p := start(t, nil, Say("print('caf\uFFFD')"))
+			resp, _, err := send(p, user("x"))
+			if err != nil || resp.Text != "print('caf\uFFFD')" {
+				t.Errorf("resp = %q, err = %v", resp.Text, err)
+			}
+		})
+
+		t.Run(mode+"/too_large", func(t *testing.T) {
+			// A 1 GB answer against a 64 KiB cap: reading must stop at the
+			// cap, long before the answer would have arrived.
+			srv, p := start(t, func(c *llm.Config) { c.MaxAnswerBytes = 64 << 10 },
+				Reply{Text: strings.Repeat("x", 10<<10) + "\n", Repeat: 100000})
+			began := time.Now()
+			resp, deltas, err := send(p, user("x"))
+			e := wantKind(t, err, llm.KindTooLarge, false)
+			if e != nil && !strings.Contains(e.Message, "64 KiB") {
+				t.Errorf("message should name the cap: %v", e)
+			}
+			if got := len(resp.Text) + len(strings.Join(deltas, "")); len(resp.Text) > 64<<10 || got > 128<<10 {
+				t.Errorf("kept %d bytes of text, %d of deltas", len(resp.Text), got)
+			}
+			if d := time.Since(began); d > 5*time.Second {
+				t.Errorf("took %v: the answer was read on", d)
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Errorf("server got %d requests, want 1", n)
+			}
+		})
+
+		t.Run(mode+"/stalls_after_part", func(t *testing.T) {
+			_, p := start(t, func(c *llm.Config) { c.Timeout = 300 * time.Millisecond },
+				Reply{Text: "def main():\n    print('partial answer')\n", Stall: true, Usage: &llm.Usage{InputTokens: 1}})
+			_, _, err := send(p, user("x"))
+			e := wantKind(t, err, llm.KindTimeout, true)
+			if e != nil && (!strings.Contains(e.Message, "stopped answering") || !strings.Contains(e.Message, "of the answer had arrived")) {
+				t.Errorf("message should say that part arrived: %v", e)
+			}
+		})
+
 		t.Run(mode+"/no_usage_extra_fields", func(t *testing.T) {
 			_, p := start(t, nil, Reply{Text: "ok", Extra: map[string]any{"x_vendor": map[string]any{"timings": 1.5}}})
 			resp, _, err := send(p, user("x"))
@@ -240,6 +281,31 @@ func RunProviderTests(t *testing.T, h Harness) {
 			}
 		})
 	}
+
+	t.Run("stream/cut_after_text", func(t *testing.T) {
+		// The model's process died after some text: a clear error, no
+		// retry (the text was delivered), the partial text kept.
+		srv, p := start(t, nil, Reply{Text: "def f(x):\n    return", Cut: true}, Say("unused"))
+		cfg := Config(h.Provider, srv.BaseURL)
+		var deltas []string
+		resp, err := llm.NewRetry(p, cfg.Retry, nil).Stream(ctx, user("x"), func(s string) { deltas = append(deltas, s) })
+		e := wantKind(t, err, llm.KindBroken, true)
+		if e != nil && !strings.Contains(e.Message, "before it was complete") {
+			t.Errorf("message: %v", e)
+		}
+		if resp.Text != "def f(x):\n    return" || strings.Join(deltas, "") != resp.Text || srv.Remaining() != 1 {
+			t.Errorf("resp %q deltas %q, %d replies left", resp.Text, deltas, srv.Remaining())
+		}
+	})
+
+	t.Run("stream/cut_before_text_is_retried", func(t *testing.T) {
+		srv, p := start(t, nil, Reply{Cut: true}, Say("done"))
+		cfg := Config(h.Provider, srv.BaseURL)
+		resp, err := llm.NewRetry(p, cfg.Retry, nil).Stream(ctx, user("x"), nil)
+		if err != nil || resp.Text != "done" || len(srv.Requests()) != 2 {
+			t.Errorf("resp %q err %v after %d requests", resp.Text, err, len(srv.Requests()))
+		}
+	})
 
 	t.Run("history_with_tool_results", func(t *testing.T) {
 		srv, p := start(t, nil, Say("it printed 1"))

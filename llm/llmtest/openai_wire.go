@@ -73,7 +73,9 @@ func (openaiWire) writeSSE(w http.ResponseWriter, req Request, r Reply) {
 	}
 	sse(w, "", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	for _, c := range chunks(r) {
-		sse(w, "", chunk(map[string]any{"content": raw(c)}, nil))
+		if !sse(w, "", chunk(map[string]any{"content": raw(c)}, nil)) {
+			return // the client went away
+		}
 	}
 	for i, tc := range r.ToolCalls {
 		args := argsOf(tc)
@@ -87,6 +89,13 @@ func (openaiWire) writeSSE(w http.ResponseWriter, req Request, r Reply) {
 				"index": i, "function": map[string]any{"arguments": part},
 			}}}, nil))
 		}
+	}
+	if r.Stall {
+		req.wait()
+		return
+	}
+	if r.Cut {
+		return
 	}
 	sse(w, "", chunk(map[string]any{}, oaiFinish(r)))
 	if opts, _ := req.JSON["stream_options"].(map[string]any); r.Usage != nil && opts["include_usage"] == true {

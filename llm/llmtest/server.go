@@ -60,6 +60,19 @@ type Reply struct {
 	Delay time.Duration
 	// Hangup closes the connection with a TCP reset instead of answering.
 	Hangup bool
+	// Cut ends a stream cleanly after the text and tool calls but without
+	// the end of the answer (no finish reason and no [DONE]; no
+	// message_delta and message_stop), as Ollama does when its model
+	// process dies mid-answer.
+	Cut bool
+	// Stall sends the start of the answer (a stream's text and tool calls,
+	// or the first half of a JSON body) and then nothing more until the
+	// client goes away.
+	Stall bool
+	// Repeat, when above 1, sends Text that many times over (in a JSON
+	// body, or as that many stream chunks) without building it in memory,
+	// for answers of any size.
+	Repeat int
 	// Extra fields merged into the top level of a JSON answer, to check
 	// that clients ignore what they do not know.
 	Extra map[string]any
@@ -83,6 +96,15 @@ type Request struct {
 	JSON map[string]any
 	// Stream reports "stream": true in the body.
 	Stream bool
+
+	done <-chan struct{} // the client went away
+}
+
+// wait blocks until the client goes away.
+func (r Request) wait() {
+	if r.done != nil {
+		<-r.done
+	}
 }
 
 // Model is the "model" field of the request.
@@ -158,7 +180,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, done: r.Context().Done()}
 	if json.Unmarshal(body, &req.JSON) == nil {
 		req.Stream, _ = req.JSON["stream"].(bool)
 	}
@@ -201,8 +223,52 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		s.wire.writeSSE(w, req, reply)
+	case reply.Repeat > 1 || reply.Stall:
+		writeLongJSON(w, s.wire, req, reply)
 	default:
 		s.wire.writeJSON(w, req, reply)
+	}
+}
+
+// marker stands for the text in a rendered body, to be replaced on the way
+// out; it encodes as itself.
+const marker = "LLMTEST-TEXT-MARKER"
+
+// writeLongJSON writes a JSON answer whose text is Repeat copies of Text,
+// rendered piece by piece, or (Stall) the first half of the body and then
+// nothing until the client goes away.
+func writeLongJSON(w http.ResponseWriter, wire wire, req Request, r Reply) {
+	text := r.Text
+	r.Text = marker
+	rec := httptest.NewRecorder()
+	wire.writeJSON(rec, req, r)
+	body := rec.Body.String()
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	enc, _ := raw(text).MarshalJSON()
+	piece := string(enc[1 : len(enc)-1])
+	head, tail, _ := strings.Cut(body, marker)
+	if r.Stall {
+		full := head + strings.Repeat(piece, max(1, r.Repeat)) + tail
+		io.WriteString(w, full[:len(full)/2])
+		flush(w)
+		req.wait()
+		return
+	}
+	io.WriteString(w, head)
+	for i := 0; i < r.Repeat; i++ {
+		if _, err := io.WriteString(w, piece); err != nil {
+			return // the client went away
+		}
+	}
+	io.WriteString(w, tail)
+}
+
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 
@@ -237,6 +303,13 @@ func model(req Request, r Reply) string {
 }
 
 func chunks(r Reply) []string {
+	if r.Repeat > 1 {
+		out := make([]string, r.Repeat)
+		for i := range out {
+			out[i] = r.Text
+		}
+		return out
+	}
 	if len(r.Chunks) > 0 {
 		return r.Chunks
 	}
@@ -313,8 +386,9 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// sse writes one server-sent event and flushes it.
-func sse(w http.ResponseWriter, event string, data any) {
+// sse writes one server-sent event and flushes it. It reports false when
+// the write failed (the client went away).
+func sse(w http.ResponseWriter, event string, data any) bool {
 	var b []byte
 	switch d := data.(type) {
 	case string:
@@ -332,8 +406,7 @@ func sse(w http.ResponseWriter, event string, data any) {
 	out.WriteString("data: ")
 	out.Write(b)
 	out.WriteString("\n\n")
-	io.WriteString(w, out.String())
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
+	_, err := io.WriteString(w, out.String())
+	flush(w)
+	return err == nil
 }

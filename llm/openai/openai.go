@@ -77,8 +77,8 @@ func New(cfg llm.Config, logger *slog.Logger) (*Provider, error) {
 
 // Chat implements llm.Provider.
 func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	return p.run(ctx, req, func(ctx context.Context, params oai.ChatCompletionNewParams, ep llm.Endpoint) (llm.Response, error) {
-		c, err := p.svc.New(ctx, params, p.errorsAsLLM(ep))
+	return p.run(ctx, req, func(ctx context.Context, params oai.ChatCompletionNewParams, ep llm.Endpoint, body *llm.AnswerBody) (llm.Response, error) {
+		c, err := p.svc.New(ctx, params, p.middleware(ep, body))
 		if err != nil {
 			return llm.Response{}, err
 		}
@@ -88,13 +88,14 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, onDelta func(string)) (llm.Response, error) {
-	return p.run(ctx, req, func(ctx context.Context, params oai.ChatCompletionNewParams, ep llm.Endpoint) (llm.Response, error) {
+	return p.run(ctx, req, func(ctx context.Context, params oai.ChatCompletionNewParams, ep llm.Endpoint, body *llm.AnswerBody) (llm.Response, error) {
 		params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
-		return p.stream(ctx, params, ep, onDelta)
+		return p.stream(ctx, params, ep, body, onDelta)
 	}, onDelta)
 }
 
-type sendFunc func(ctx context.Context, params oai.ChatCompletionNewParams, ep llm.Endpoint) (llm.Response, error)
+// sendFunc sends one request; body watches its answer.
+type sendFunc func(ctx context.Context, params oai.ChatCompletionNewParams, ep llm.Endpoint, body *llm.AnswerBody) (llm.Response, error)
 
 // run sends req, dropping tools or the JSON format once each if the server
 // refuses them, and checks the answer.
@@ -108,10 +109,11 @@ func (p *Provider) run(parent context.Context, req llm.Request, send sendFunc, o
 			return llm.Response{}, err
 		}
 		ctx, cancel := p.withTimeout(parent)
-		resp, err := send(ctx, params, ep)
+		body := llm.NewAnswerBody(ep, p.cfg.AnswerCap())
+		resp, err := send(ctx, params, ep, body)
 		cancel()
 		if err != nil {
-			err = p.classify(ep, parent, err)
+			err = p.classify(ep, parent, body.Annotate(err))
 			if useTools && refuses(err, "tool", "function") {
 				p.log.Warn("llm/openai: server refused tools; retrying without", "base_url", p.cfg.BaseURL, "err", err)
 				notes = append(notes, fmt.Sprintf("%s did not accept tool definitions, so the request was sent without tools", p.cfg.BaseURL))
@@ -132,7 +134,7 @@ func (p *Provider) run(parent context.Context, req llm.Request, send sendFunc, o
 		if maxTok == 0 {
 			maxTok = p.cfg.MaxTokens
 		}
-		return resp, llm.CheckAnswer(ep, resp, maxTok)
+		return resp, llm.CheckAnswer(ep, resp, maxTok, body)
 	}
 }
 
@@ -167,13 +169,14 @@ func (p *Provider) endpoint(req llm.Request) llm.Endpoint {
 	return p.cfg.EndpointFor(req.Model)
 }
 
-// errorsAsLLM is SDK middleware that turns any HTTP error status into an
-// *llm.Error before the SDK tries to decode the body: servers other than
-// OpenAI send error bodies the SDK cannot parse (a bare string, HTML).
-func (p *Provider) errorsAsLLM(ep llm.Endpoint) option.RequestOption {
+// middleware turns any HTTP error status into an *llm.Error before the SDK
+// tries to decode the body (servers other than OpenAI send error bodies
+// the SDK cannot parse: a bare string, HTML), and has body watch the
+// answer (size cap, raw UTF-8, [DONE]).
+func (p *Provider) middleware(ep llm.Endpoint, body *llm.AnswerBody) option.RequestOption {
 	return option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(r)
-		return llm.ErrorFromResponse(ep, res, err)
+		return body.Wrap(llm.ErrorFromResponse(ep, res, err))
 	})
 }
 

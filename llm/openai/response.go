@@ -38,9 +38,11 @@ func fromCompletion(c *oai.ChatCompletion, requested string) llm.Response {
 }
 
 // stream reads SSE chunks, passing text on as it comes and assembling tool
-// calls from their fragments.
-func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParams, ep llm.Endpoint, onDelta func(string)) (llm.Response, error) {
-	s := p.svc.NewStreaming(ctx, params, p.errorsAsLLM(ep))
+// calls from their fragments. It stops reading at the answer size cap, and
+// a stream that ends without a finish reason or [DONE] is broken, not a
+// complete answer.
+func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParams, ep llm.Endpoint, body *llm.AnswerBody, onDelta func(string)) (llm.Response, error) {
+	s := p.svc.NewStreaming(ctx, params, p.middleware(ep, body))
 	defer s.Close()
 	r := llm.Response{Model: string(params.Model)}
 	var text strings.Builder
@@ -49,7 +51,9 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 		args     strings.Builder
 	}
 	calls := map[int64]*partial{}
-	for s.Next() {
+	size, finished := int64(0), false
+	var tooLarge error
+	for tooLarge == nil && s.Next() {
 		ch := s.Current()
 		if ch.Model != "" {
 			r.Model = ch.Model
@@ -60,6 +64,14 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 		for _, c := range ch.Choices {
 			if c.Index != 0 {
 				continue
+			}
+			size += int64(len(c.Delta.Content))
+			for _, tc := range c.Delta.ToolCalls {
+				size += int64(len(tc.Function.Arguments))
+			}
+			if size > body.Max() {
+				tooLarge = llm.AnswerTooLarge(ep, body.Max())
+				break
 			}
 			if d := c.Delta.Content; d != "" {
 				text.WriteString(d)
@@ -82,7 +94,7 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 				pc.args.WriteString(tc.Function.Arguments)
 			}
 			if c.FinishReason != "" {
-				r.RawFinishReason = c.FinishReason
+				r.RawFinishReason, finished = c.FinishReason, true
 			}
 		}
 	}
@@ -97,7 +109,15 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 		r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: pc.id, Name: pc.name, Arguments: args(pc.args.String())})
 	}
 	r.FinishReason = finish(r.RawFinishReason, len(r.ToolCalls) > 0)
-	return r, s.Err()
+	switch err := s.Err(); {
+	case tooLarge != nil:
+		return r, tooLarge
+	case err != nil:
+		return r, llm.WithReceived(err, int64(text.Len()))
+	case !finished && !body.Done():
+		return r, llm.BrokenStream(ep, int64(text.Len()))
+	}
+	return r, nil
 }
 
 // finish normalises finish_reason. Ollama says "stop" even when it calls

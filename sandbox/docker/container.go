@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
+	"github.com/codeagent/codeagent/procid"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -65,10 +66,11 @@ type box struct {
 
 	ran, handedBack bool       // a program ran; handBack opened up what it left
 	sfs             *stagingFS // the staging file system, or nil
+	lifeline        *os.File   // the writing end of the container's lifeline (see lifeline.go)
 }
 
-// createBox creates and starts a container of class c running `sleep
-// infinity`, ready for one exec.
+// createBox creates and starts a container of class c whose first process
+// waits on its lifeline (see lifeline.go), ready for one exec.
 func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 	dir, err := os.MkdirTemp(b.pool.dir, "box-")
 	if err != nil {
@@ -79,9 +81,16 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		_ = removeTree(dir)
 		return nil, err
 	}
+	life, lifePath, err := openLifeline(dir)
+	if err != nil {
+		_ = removeTree(dir)
+		return nil, err
+	}
+	bx.lifeline = life
 	pids := int64(c.Processes)
 	sc, err := seccompOpt()
 	if err != nil {
+		_ = life.Close()
 		_ = removeTree(dir)
 		return nil, err
 	}
@@ -100,6 +109,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 			{Type: mount.TypeBind, Source: bx.code, Target: CodePath, ReadOnly: true},
 			{Type: mount.TypeBind, Source: b.pool.passwd, Target: "/etc/passwd", ReadOnly: true},
 			{Type: mount.TypeBind, Source: b.pool.group, Target: "/etc/group", ReadOnly: true},
+			{Type: mount.TypeBind, Source: lifePath, Target: lifelinePath, ReadOnly: true},
 		},
 		Resources: container.Resources{
 			Memory:     c.Memory,
@@ -111,7 +121,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 	}
 	cfg := &container.Config{
 		Image:           c.Image,
-		Cmd:             []string{"sleep", "infinity"},
+		Cmd:             lifelineInit,
 		User:            b.user,
 		WorkingDir:      sandbox.WorkspacePath,
 		NetworkDisabled: true,
@@ -122,6 +132,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		tcp = tcpLimit(c.Memory)
 	}
 	if bx.id, err = b.createContainer(ctx, cfg, hc, tcp); err != nil {
+		_ = life.Close()
 		_ = removeTree(dir)
 		return nil, fmt.Errorf("create container: %w", err)
 	}
@@ -207,6 +218,9 @@ func (b *Backend) destroy(bx *box) {
 		}
 		b.oomKilled(bx.id, false) // forget a late event
 	}
+	if bx.lifeline != nil {
+		_ = bx.lifeline.Close()
+	}
 	if err := removeTree(bx.dir); err != nil {
 		b.log.Warn("docker: remove box directory", "dir", bx.dir, "err", err)
 	}
@@ -223,52 +237,15 @@ func (b *Backend) kill(bx *box) error {
 	return err
 }
 
-// ownerID identifies this process across processes and reboots: the host
-// name, the kernel's boot id, the pid and its start time.
-func ownerID() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%s/%d/%s", host, bootID(), os.Getpid(), startTime(os.Getpid()))
-}
-
-func bootID() string {
-	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return strings.TrimSpace(string(b))
-}
-
-// startTime is field 22 of /proc/PID/stat, or "" when pid does not exist.
-func startTime(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
+// ownerID identifies this process across processes and reboots (see
+// procid): host, boot id, pid and its start time.
+func ownerID() string { return procid.Self().String() }
 
 // ownerAlive reports whether the process that owner names still runs, or
 // may run: owners on another host are assumed alive.
 func ownerAlive(owner string) bool {
-	f := strings.Split(owner, "/")
-	if len(f) != 4 {
-		return false
-	}
-	host, _ := os.Hostname()
-	if f[0] != host {
-		return true
-	}
-	if f[1] != bootID() {
-		return false
-	}
-	pid, err := strconv.Atoi(f[2])
-	return err == nil && startTime(pid) == f[3] && f[3] != ""
+	o, err := procid.Parse(owner)
+	return err == nil && o.Alive()
 }
 
 // sweep removes containers with codeagent's label whose owner is gone, and

@@ -41,7 +41,7 @@ const CodePath = "/code"
 
 // Config configures the backend.
 type Config struct {
-	// Image runs the programs; DefaultImage when empty. It needs sleep,
+	// Image runs the programs; DefaultImage when empty. It needs bash,
 	// env and prlimit (coreutils, util-linux) besides the runtimes, and GNU
 	// find when codeagent is not root.
 	Image string

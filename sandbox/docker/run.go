@@ -74,6 +74,9 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "size the staging file system", Err: err}
 	}
 	e := &execution{b: b, bx: bx, spec: spec, lim: lim, killed: make(chan struct{})}
+	if err := bx.setDeadline(lim.WallTime); err != nil {
+		return sandbox.Result{}, &sandbox.SetupError{Reason: "arm the container's deadline", Err: err}
+	}
 	bx.ran = true
 	res, err := e.run(ctx, dl)
 	if err != nil {

@@ -9,7 +9,28 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/codeagent/codeagent/procid"
 )
+
+// Prefixes of the backend's directories; each name also carries its
+// process's tag (see procid.Tag), so that New removes those a dead process
+// left and never those of a live one.
+const (
+	etcPrefix = "codeagent-etc-"
+	mntPrefix = "codeagent-mnt-"
+)
+
+// sweepLeftovers removes the prepared /etc and mount directories that
+// dead processes left in base.
+func sweepLeftovers(base string) int {
+	n := 0
+	for _, p := range []string{etcPrefix, mntPrefix} {
+		k, _ := procid.Sweep(base, p, nil)
+		n += k
+	}
+	return n
+}
 
 // etcEntries are the host's /etc entries a runtime needs (dynamic linker,
 // time zone, alternatives symlinks, fonts, Python and matplotlib settings).
@@ -36,22 +57,14 @@ var etcSynthesized = map[string]string{
 // execution instead of one per file. The copy reflects the host's /etc when
 // the backend was created.
 func prepareEtc(tmp string) (string, error) {
-	dir, err := os.MkdirTemp(tmp, "codeagent-etc-")
+	dir, err := os.MkdirTemp(tmp, procid.Prefix(etcPrefix))
 	if err != nil {
 		return "", err
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
-	names := append([]string(nil), etcEntries...)
-	for _, g := range etcGlobs {
-		m, _ := filepath.Glob(filepath.Join("/etc", g))
-		for _, p := range m {
-			names = append(names, filepath.Base(p))
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range etcNames() {
 		if err := copyTree(filepath.Join("/etc", n), filepath.Join(dir, n)); err != nil && !os.IsNotExist(err) {
 			_ = os.RemoveAll(dir)
 			return "", fmt.Errorf("copy /etc/%s: %w", n, err)
@@ -64,6 +77,19 @@ func prepareEtc(tmp string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// etcNames are the host /etc entries the sandbox gets, sorted.
+func etcNames() []string {
+	names := append([]string(nil), etcEntries...)
+	for _, g := range etcGlobs {
+		m, _ := filepath.Glob(filepath.Join("/etc", g))
+		for _, p := range m {
+			names = append(names, filepath.Base(p))
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // copyTree copies regular files, directories and symlinks (as symlinks).

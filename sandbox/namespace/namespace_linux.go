@@ -34,6 +34,7 @@ type Backend struct {
 	cgroups cgroupManager // nil: rlimits only
 	etc     string        // the prepared /etc
 	mnt     string        // the workspace mount point and /proc masks
+	mpl     *tmpFile      // matplotlib's font list for Python sandboxes, or nil
 	hostUID int           // the host uid of programs when root, else -1
 	// scratch is the directory of upper-layer images when the workspace
 	// is an overlay (see upperFS), "" when it is bound itself and only the
@@ -52,15 +53,13 @@ type Backend struct {
 	running     map[*upperFS]struct{} // upper layers of runs under way
 }
 
-// removeFiles removes the prepared /etc and the mount directory.
+// removeFiles removes the mount directory; the prepared /etc is shared
+// (see sharedEtc) and stays.
 func (b *Backend) removeFiles() error {
-	var errs []error
-	for _, d := range []string{b.etc, b.mnt} {
-		if d != "" {
-			errs = append(errs, os.RemoveAll(d))
-		}
+	if b.mnt == "" {
+		return nil
 	}
-	return errors.Join(errs...)
+	return os.RemoveAll(b.mnt)
 }
 
 // asRoot reports whether programs run as the backend's own host uid.
@@ -75,14 +74,14 @@ func (b *Backend) ReactiveDisk() bool { return !b.overlays.Load() }
 var _ sandbox.Sandbox = (*Backend)(nil)
 
 // New checks the host and returns a ready backend, or a *sandbox.SetupError
-// that says what is missing. It starts one trivial sandbox to prove that
-// namespaces work here.
+// that says what is missing. It starts no process: the first sandbox proves
+// that namespaces work here, and its failure is explained by the full probe.
 func New(cfg Config) (*Backend, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rep := Probe(cfg)
+	rep, mgr := probe(cfg, false)
 	if !rep.Usable {
 		return nil, &sandbox.SetupError{Reason: strings.Join(rep.Problems, "; ")}
 	}
@@ -103,13 +102,21 @@ func New(cfg Config) (*Backend, error) {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
 		}
 	}
-	etc, err := prepareEtc(base)
+	if n := sweepLeftovers(base); n > 0 {
+		log.Info("removed the directories of sandbox backends whose process died", "dir", base, "removed", n)
+	}
+	etcBase := base
+	if hostUID < 0 {
+		if c := userCacheBase(); c != "" {
+			etcBase = c
+		}
+	}
+	etc, err := sharedEtc(etcBase)
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "prepare /etc", Err: err}
 	}
 	mnt, err := prepareMountDir(base)
 	if err != nil {
-		_ = os.RemoveAll(etc)
 		return nil, &sandbox.SetupError{Reason: "prepare the mount directory", Err: err}
 	}
 	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, seccomp: seccompProgram(), etc: etc, mnt: mnt, hostUID: hostUID,
@@ -119,13 +126,9 @@ func New(cfg Config) (*Backend, error) {
 		b.useOverlays()
 	}
 	if rep.CgroupVersion > 0 {
-		mgr, err := detectCgroups()
-		if err != nil {
-			_ = b.removeFiles()
-			return nil, &sandbox.SetupError{Reason: "cgroups", Err: err}
-		}
 		b.cgroups = mgr
 	}
+	b.mpl = b.prepareMplCache(etcBase)
 	return b, nil
 }
 
@@ -220,7 +223,8 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
 	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
 	drained := l.collect(stdout, stderr)
-	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot()), r.b.seccomp, r.spec.Files, r.spec.Stdin)
+	tmp := r.b.tmpFilesFor(r.spec)
+	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot(), tmp), r.b.seccomp, r.spec.Files, tmp, r.spec.Stdin)
 
 	childPid, err := readChildPid(l.infoR)
 	if err == nil {
@@ -252,7 +256,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		_ = l.cmd.Process.Kill()
 		_ = l.cmd.Wait()
 		drained(time.Second)
-		return res, &sandbox.SetupError{Reason: "bubblewrap failed", Err: errors.New(setupMessage(stderr.Bytes(), err))}
+		return res, &sandbox.SetupError{Reason: "bubblewrap failed", Err: errors.New(explainSetup(r.b.cfg, setupMessage(stderr.Bytes(), err)))}
 	}
 
 	start := time.Now()

@@ -5,6 +5,7 @@ package namespace
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/codeagent/codeagent/sandbox/sandboxtest"
@@ -34,8 +35,11 @@ func TestConformance(t *testing.T) {
 			if err := b.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(b.etc); !os.IsNotExist(err) {
-				t.Errorf("Close left %s behind", b.etc)
+			if _, err := os.Stat(b.mnt); !os.IsNotExist(err) {
+				t.Errorf("Close left %s behind", b.mnt)
+			}
+			if _, err := os.Stat(filepath.Join(b.etc, completeMark)); err != nil {
+				t.Errorf("the shared /etc %s is not whole: %v", b.etc, err)
 			}
 			if n := b.liveCgroups.Load(); n != 0 {
 				t.Errorf("%d cgroups left behind", n)

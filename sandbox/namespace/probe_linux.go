@@ -18,8 +18,19 @@ import (
 )
 
 // Probe finds out which isolation mechanisms this host offers and whether
-// the backend can run with cfg. It starts one trivial bubblewrap sandbox.
+// the backend can run with cfg. It starts one trivial bubblewrap sandbox;
+// New does not (see probe).
 func Probe(cfg Config) Report {
+	r, _ := probe(cfg, true)
+	return r
+}
+
+// probe is Probe; with full false it starts no process (no bwrap --version,
+// no trial sandbox), so that a one-shot `codeagent exec` pays nothing for
+// it: the first real sandbox is the trial, and a failure to set it up is
+// explained then (see explainSetup). It returns the cgroup manager it
+// found, so that cgroups are detected once.
+func probe(cfg Config, full bool) (Report, cgroupManager) {
 	var r Report
 	r.Root = os.Geteuid() == 0
 	asUID := -1
@@ -40,7 +51,7 @@ func Probe(cfg Config) Report {
 	}
 	if r.Bwrap == "" {
 		r.Problems = append(r.Problems, "bubblewrap is not installed: install it with 'apt-get install bubblewrap'")
-	} else {
+	} else if full {
 		if out, err := exec.Command(r.Bwrap, "--version").Output(); err == nil {
 			r.BwrapVersion = strings.TrimSpace(string(out))
 		}
@@ -60,7 +71,8 @@ func Probe(cfg Config) Report {
 		r.LandlockABI = int(v)
 	}
 
-	if mgr, err := detectCgroups(); err == nil {
+	mgr, err := detectCgroups()
+	if err == nil {
 		r.CgroupVersion = mgr.Version()
 		r.MemoryLimit = fmt.Sprintf("cgroup v%d", mgr.Version())
 		r.ProcessLimit, r.CPULimit = r.MemoryLimit, r.MemoryLimit
@@ -84,7 +96,18 @@ func Probe(cfg Config) Report {
 		}
 	}
 	r.Usable = len(r.Problems) == 0
-	return r
+	return r, mgr
+}
+
+// explainSetup adds to a failure of bubblewrap what the full probe finds
+// wrong with the host (user namespaces disabled, say), since New no longer
+// starts a trial sandbox.
+func explainSetup(cfg Config, msg string) string {
+	r, _ := probe(cfg, true)
+	if len(r.Problems) == 0 {
+		return msg
+	}
+	return msg + " (" + strings.Join(r.Problems, "; ") + ")"
 }
 
 // tryNamespaces starts a minimal sandbox with every namespace the backend

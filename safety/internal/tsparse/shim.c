@@ -1,6 +1,55 @@
 #include "shim.h"
 
+#include <malloc.h>
 #include <time.h>
+
+// sa_current is the parse running on this thread, whose allocations the
+// allocator below counts; NULL outside sa_parse. A parse runs on one thread
+// from start to end (one cgo call), so a thread-local suffices, and frees
+// on other threads (trees freed off the critical path) count for no parse.
+static __thread sa_cancel *sa_current;
+
+static void sa_count_mem(int64_t delta) {
+  sa_cancel *c = sa_current;
+  if (c != NULL) {
+    c->mem += delta;
+    if (c->mem > c->mem_peak) {
+      c->mem_peak = c->mem;
+    }
+  }
+}
+
+static void *sa_malloc(size_t n) {
+  void *p = malloc(n);
+  if (p != NULL && sa_current != NULL) {
+    sa_count_mem((int64_t)malloc_usable_size(p));
+  }
+  return p;
+}
+
+static void *sa_calloc(size_t n, size_t size) {
+  void *p = calloc(n, size);
+  if (p != NULL && sa_current != NULL) {
+    sa_count_mem((int64_t)malloc_usable_size(p));
+  }
+  return p;
+}
+
+static void *sa_realloc(void *p, size_t n) {
+  int64_t old = (p != NULL && sa_current != NULL) ? (int64_t)malloc_usable_size(p) : 0;
+  void *q = realloc(p, n);
+  if (q != NULL && sa_current != NULL) {
+    sa_count_mem((int64_t)malloc_usable_size(q) - old);
+  }
+  return q;
+}
+
+static void sa_free(void *p) {
+  if (p != NULL && sa_current != NULL) {
+    sa_count_mem(-(int64_t)malloc_usable_size(p));
+  }
+  free(p);
+}
 
 typedef struct sa_input {
   const char *src;
@@ -35,6 +84,10 @@ static bool sa_progress(TSParseState *state) {
   if (*(volatile size_t *)&c->flag != 0) {
     return true;
   }
+  if (c->mem_limit > 0 && c->mem > c->mem_limit) {
+    c->over_mem = 1;
+    return true;
+  }
   if (c->deadline_ns != 0 && sa_now_ns() > c->deadline_ns) {
     c->timed_out = 1;
     return true;
@@ -42,19 +95,44 @@ static bool sa_progress(TSParseState *state) {
   return false;
 }
 
-void sa_use_libc_allocator(void) { ts_set_allocator(malloc, calloc, realloc, free); }
+// sa_tree_delete frees t, whose parse held held bytes. After a large tree
+// it gives the freed memory back to the system: glibc keeps freed small
+// blocks in its arenas, so a process (the server) would otherwise stay at
+// the peak of its largest check.
+void sa_tree_delete(TSTree *t, int64_t held) {
+  ts_tree_delete(t);
+  sa_trim(held);
+}
 
-TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, sa_cancel *cancel, int64_t budget_ns) {
+// sa_trim gives freed memory back to the system after a parse that held
+// held bytes, when that was much.
+void sa_trim(int64_t held) {
+  if (held > (32 << 20)) {
+    malloc_trim(0);
+  }
+}
+
+// sa_use_libc_allocator makes tree-sitter allocate with libc, through
+// wrappers that count what the parse on the calling thread holds.
+void sa_use_libc_allocator(void) { ts_set_allocator(sa_malloc, sa_calloc, sa_realloc, sa_free); }
+
+TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, sa_cancel *cancel, int64_t budget_ns, int64_t mem_limit) {
   cancel->timed_out = 0;
+  cancel->over_mem = 0;
+  cancel->mem = 0;
+  cancel->mem_peak = 0;
+  cancel->mem_limit = mem_limit;
   cancel->calls = 0;
   cancel->deadline_ns = budget_ns > 0 ? sa_now_ns() + budget_ns : 0;
   sa_input in = {src, len};
   TSInput input = {&in, sa_read, 0, NULL};
   TSParseOptions opts = {cancel, sa_progress};
+  sa_current = cancel;
   TSTree *t = ts_parser_parse_with_options(p, NULL, input, opts);
   if (t == NULL) {
     ts_parser_reset(p);
   }
+  sa_current = NULL;
   return t;
 }
 

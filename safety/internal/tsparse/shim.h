@@ -94,19 +94,28 @@ enum { SA_NAMED = 1, SA_MISSING = 2, SA_EXTRA = 4 };
 
 // sa_cancel stops a parse: flag is set (by another thread) to cancel it,
 // deadline_ns (CLOCK_MONOTONIC, 0 for none) is its time budget, and
-// timed_out tells that the budget ran out. calls counts the progress
-// callbacks of the last parse; stop_at, when positive, stops the parse at
-// that callback (for tests that must stop a parse at an exact point).
+// timed_out tells that the budget ran out. mem is the net heap memory the
+// parse has allocated so far (its tree and its stacks), mem_limit (0 for
+// none) its memory budget, mem_peak the most it held, and over_mem tells
+// that the budget ran out. calls counts the progress callbacks of the last
+// parse; stop_at, when positive, stops the parse at that callback (for
+// tests that must stop a parse at an exact point).
 typedef struct sa_cancel {
   size_t flag;
   int64_t deadline_ns;
   int32_t timed_out;
+  int32_t over_mem;
+  int64_t mem;
+  int64_t mem_peak;
+  int64_t mem_limit;
   int64_t calls;
   int64_t stop_at;
 } sa_cancel;
 
 void sa_use_libc_allocator(void);
-TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, sa_cancel *cancel, int64_t budget_ns);
+void sa_tree_delete(TSTree *t, int64_t held);
+void sa_trim(int64_t held);
+TSTree *sa_parse(TSParser *p, const char *src, uint32_t len, sa_cancel *cancel, int64_t budget_ns, int64_t mem_limit);
 uint32_t sa_count(TSTree *t);
 uint32_t sa_flatten(TSTree *t, sa_node *out, uint32_t cap);
 uint32_t sa_flatten_fast(TSTree *t, sa_node *out, uint32_t cap);

@@ -99,7 +99,7 @@ func (l *Language) fastFlattenAgrees() bool {
 	defer C.free(unsafe.Pointer(c))
 	src := C.CString(selfCheckSource)
 	defer C.free(unsafe.Pointer(src))
-	t := C.sa_parse(p, src, C.uint32_t(len(selfCheckSource)), c, 0)
+	t := C.sa_parse(p, src, C.uint32_t(len(selfCheckSource)), c, 0, 0)
 	if t == nil {
 		return false
 	}
@@ -137,6 +137,10 @@ var ErrCanceled = errors.New("parse canceled")
 // Parser.Budget), which happens only on pathological input.
 var ErrTooComplex = errors.New("input too irregular to parse within the time budget")
 
+// ErrTooLarge is returned when a parse runs out of its memory budget (see
+// Parser.MemBudget): the input's syntax tree is too large to hold.
+var ErrTooLarge = errors.New("input too large to parse within the memory budget")
+
 // Parser parses one input at a time. It is not safe for concurrent use;
 // pool parsers to share them.
 type Parser struct {
@@ -145,6 +149,11 @@ type Parser struct {
 	// (thousands of unterminated quotes), so a budget linear in the size
 	// keeps the check linear; a parse over budget returns ErrTooComplex.
 	Budget func(n int) time.Duration
+	// MemBudget, when set, returns the most memory a parse of n bytes may
+	// hold: tree-sitter's tree and stacks while it parses, then those and
+	// the flattened nodes. Dense code (a 6 MB expression) needs some
+	// 250 bytes per input byte; a parse over budget returns ErrTooLarge.
+	MemBudget func(n int) int64
 
 	p      *C.TSParser
 	cancel *C.sa_cancel // C memory, so a watcher goroutine may set it mid-parse
@@ -194,13 +203,16 @@ func (p *Parser) Parse(ctx context.Context, src []byte, buf []Node) ([]Node, err
 }
 
 // Tree is a tree-sitter tree that ParseKeep left for the caller to free.
-type Tree struct{ t *C.TSTree }
+type Tree struct {
+	t    *C.TSTree
+	held int64 // what its parse held, to give a large tree's memory back
+}
 
 // Free frees the tree; it may be called on any goroutine, also while the
 // parser parses again. Freeing a zero Tree does nothing.
 func (t Tree) Free() {
 	if t.t != nil {
-		C.ts_tree_delete(t.t)
+		C.sa_tree_delete(t.t, C.int64_t(t.held))
 	}
 }
 
@@ -209,7 +221,10 @@ func (t Tree) Free() {
 // about 3% of a parse). On error the Tree is zero.
 func (p *Parser) ParseKeep(ctx context.Context, src []byte, buf []Node) ([]Node, Tree, error) {
 	nodes, t, err := p.parse(ctx, src, buf)
-	return nodes, Tree{t}, err
+	if t == nil {
+		return nodes, Tree{}, err
+	}
+	return nodes, Tree{t, int64(p.cancel.mem_peak)}, err
 }
 
 func (p *Parser) parse(ctx context.Context, src []byte, buf []Node) ([]Node, *C.TSTree, error) {
@@ -239,9 +254,12 @@ func (p *Parser) parse(ctx context.Context, src []byte, buf []Node) ([]Node, *C.
 			}
 		}()
 	}
-	var budget int64
+	var budget, memLimit int64
 	if p.Budget != nil {
 		budget = max(1, int64(p.Budget(len(src))))
+	}
+	if p.MemBudget != nil {
+		memLimit = max(1, p.MemBudget(len(src)))
 	}
 	var srcPtr *C.char
 	if len(src) > 0 {
@@ -249,16 +267,21 @@ func (p *Parser) parse(ctx context.Context, src []byte, buf []Node) ([]Node, *C.
 	} else {
 		srcPtr = (*C.char)(unsafe.Pointer(&[1]byte{}))
 	}
-	t := C.sa_parse(p.p, srcPtr, C.uint32_t(len(src)), p.cancel, C.int64_t(budget))
+	t := C.sa_parse(p.p, srcPtr, C.uint32_t(len(src)), p.cancel, C.int64_t(budget), C.int64_t(memLimit))
 	if t == nil {
 		// A parse stopped while tree-sitter balances the finished tree
 		// leaves state that ts_parser_reset does not clear, and the next
 		// parse would abort the process; a stopped parser is never reused.
-		if err := p.renew(); err != nil {
+		err := p.renew()
+		C.sa_trim(p.cancel.mem_peak) // the stopped parse's memory is free now
+		if err != nil {
 			return nil, nil, err
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrCanceled, err)
+		}
+		if p.cancel.over_mem != 0 {
+			return nil, nil, ErrTooLarge
 		}
 		if p.cancel.timed_out != 0 {
 			return nil, nil, ErrTooComplex
@@ -266,6 +289,10 @@ func (p *Parser) parse(ctx context.Context, src []byte, buf []Node) ([]Node, *C.
 		return nil, nil, ErrCanceled
 	}
 	n := int(C.sa_count(t))
+	if memLimit > 0 && int64(p.cancel.mem)+int64(n)*int64(unsafe.Sizeof(Node{})) > memLimit {
+		C.sa_tree_delete(t, p.cancel.mem_peak)
+		return nil, nil, ErrTooLarge
+	}
 	if cap(buf) < n {
 		buf = make([]Node, n)
 	}
@@ -280,6 +307,9 @@ func (p *Parser) parse(ctx context.Context, src []byte, buf []Node) ([]Node, *C.
 	}
 	return buf[:int(got)], t, nil
 }
+
+// MemPeak is the most heap memory the last parse held in tree-sitter.
+func (p *Parser) MemPeak() int64 { return int64(p.cancel.mem_peak) }
 
 // callbacks is how many progress callbacks the last parse made; stopAt
 // makes the next parses stop at callback n (0: never). For tests.

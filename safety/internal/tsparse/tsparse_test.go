@@ -200,3 +200,40 @@ func TestCancelAtEveryPointThenParse(t *testing.T) {
 		}
 	}
 }
+
+// A parse over its memory budget stops there, while tree-sitter builds the
+// tree, and the parser stays usable; within budget the peak is counted.
+func TestMemoryBudgetStopsTheParse(t *testing.T) {
+	p := newPy(t)
+	dense := []byte("x = " + strings.Repeat("1+", 1<<20) + "1\n") // 2 MiB, some 3 million nodes
+	const budget = 8 << 20
+	p.MemBudget = func(int) int64 { return budget }
+	began := time.Now()
+	if _, err := p.Parse(context.Background(), dense, nil); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+	// Stopped at the first progress callback past the budget: a few
+	// hundred parse operations' allocations later.
+	if peak := p.MemPeak(); peak < budget || peak > budget+(1<<20) {
+		t.Errorf("peak %d bytes, budget %d", peak, budget)
+	}
+	t.Logf("stopped after %v at %d bytes", time.Since(began), p.MemPeak())
+	p.MemBudget = nil
+	nodes, err := p.Parse(context.Background(), []byte("x = 1\n"), nil)
+	if err != nil || len(nodes) == 0 || p.MemPeak() <= 0 || p.MemPeak() > 1<<20 {
+		t.Fatalf("after: %d nodes, err %v, peak %d", len(nodes), err, p.MemPeak())
+	}
+	// The flattened nodes count too: a budget the tree fits in but not
+	// with its nodes.
+	small := []byte(strings.Repeat("x = 1\n", 400))
+	nodes, err = p.Parse(context.Background(), small, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := p.MemPeak()
+	limit := tree + int64(len(nodes))*28/2
+	p.MemBudget = func(int) int64 { return limit }
+	if _, err := p.Parse(context.Background(), small, nil); !errors.Is(err, ErrTooLarge) || p.MemPeak() > limit {
+		t.Errorf("tree plus nodes over budget: err = %v (peak %d, without a budget %d)", err, p.MemPeak(), tree)
+	}
+}

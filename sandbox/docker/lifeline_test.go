@@ -1,0 +1,136 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// killedOwnerEnv makes the test binary act as a codeagent that is killed
+// while its containers run: it opens a backend with a warm pool, starts an
+// endless program with a 30 s limit, prints its pid and waits.
+const killedOwnerEnv = "CODEAGENT_TEST_KILLED_OWNER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(killedOwnerEnv) != "" {
+		actAsKilledOwner()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func actAsKilledOwner() {
+	b, err := New(Config{Warm: 2})
+	if err != nil {
+		println("backend:", err.Error())
+		os.Exit(3)
+	}
+	ws, _ := os.MkdirTemp("", "codeagent-lifeline-")
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		println("running")
+	}()
+	_, _ = b.Run(context.Background(), sandbox.Spec{
+		Command: []string{"python3", "-c", "while True: pass"}, Workspace: ws,
+		Limits: sandbox.Limits{WallTime: 30 * time.Second},
+	})
+	os.Exit(0)
+}
+
+// TestContainersEndWithTheirOwner kills a process that runs a program
+// (30 s limit) and keeps idle containers, with SIGKILL: every container it
+// made must stop within seconds, without any codeagent to stop them, and a
+// new backend's start sweeps them away.
+func TestContainersEndWithTheirOwner(t *testing.T) {
+	engineOrSkip(t)
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), killedOwnerEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	ready := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "running") {
+				ready <- true
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the owner process ended before its program ran")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the owner process did not start its program")
+	}
+	owner := "/" + strconv.Itoa(cmd.Process.Pid) + "/"
+	cli, err := Connect("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	running := func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		list, err := cli.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", labelManaged+"=true")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, c := range list.Items {
+			if strings.Contains(c.Labels[labelOwner], owner) {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(30 * time.Second); running() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d containers of the owner run; want the program's and idle ones", running())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed := time.Now()
+	for running() > 0 {
+		if time.Since(killed) > 5*time.Second {
+			t.Fatalf("%d containers still run 5 s after their owner was killed (the program's limit was 30 s)", running())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("every container stopped %v after its owner was killed", time.Since(killed).Round(time.Millisecond))
+	b := newTestBackend(t, Config{})
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", labelManaged+"=true")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list.Items {
+		if strings.Contains(c.Labels[labelOwner], owner) {
+			t.Errorf("container %s of the killed owner is still there after a new start", short(c.ID))
+		}
+	}
+}
