@@ -8,13 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/procid"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/stagingfs"
 )
 
 // crashEnv makes TestCrashLeavesNothing's helper run in a child process.
@@ -54,7 +55,7 @@ func TestCrashLeavesNothing(t *testing.T) {
 	if !ready {
 		t.Fatal("the helper did not get ready")
 	}
-	child := cmd.Process.Pid
+	child := procid.Owner{PID: cmd.Process.Pid, Start: procid.StartTime(cmd.Process.Pid), Boot: procid.BootID()}
 	if n := len(loopsOf(child)); n < 2 {
 		t.Fatalf("the helper holds %d upper file systems, want 2 (one warm, one running): %s", n, sc.Text())
 	}
@@ -71,7 +72,7 @@ func TestCrashLeavesNothing(t *testing.T) {
 	// An image of a process that is gone: what a crash leaves between
 	// mke2fs and the loop device.
 	b := newTestBackend(t)
-	stale := filepath.Join(b.scratch, bootPrefix()+"-"+strconv.Itoa(child)+"-1-1.img")
+	stale := filepath.Join(b.scratch, stagingfs.ImagePrefix+child.Tag()+"-1.img")
 	if err := os.WriteFile(stale, []byte("left"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -105,17 +106,17 @@ func crashHelper(t *testing.T) {
 		t.Logf("the run ended: %v %s %s", err, res.Status, res.Message)
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for len(loopsOf(os.Getpid())) < 2 && time.Now().Before(deadline) { // one warm, one running
+	for len(loopsOf(procid.Self())) < 2 && time.Now().Before(deadline) { // one warm, one running
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond) // the run's program is writing
-	os.Stdout.WriteString("CRASH-READY " + strings.Join(loopsOf(os.Getpid()), " ") + "\n")
+	os.Stdout.WriteString("CRASH-READY " + strings.Join(loopsOf(procid.Self()), " ") + "\n")
 	time.Sleep(time.Minute)
 }
 
-// loopsOf lists the loop devices whose image process pid made.
-func loopsOf(pid int) []string {
-	prefix := bootPrefix() + "-" + strconv.Itoa(pid) + "-"
+// loopsOf lists the loop devices whose image process o made.
+func loopsOf(o procid.Owner) []string {
+	prefix := stagingfs.ImagePrefix + o.Tag() + "-"
 	var out []string
 	devs, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	for _, d := range devs {
@@ -125,10 +126,4 @@ func loopsOf(pid int) []string {
 		}
 	}
 	return out
-}
-
-func bootPrefix() string {
-	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	id, _, _ := strings.Cut(strings.TrimSpace(string(b)), "-")
-	return id
 }
