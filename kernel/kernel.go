@@ -159,8 +159,10 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 		Stdout:    writerFunc(k.protocol),
 		Stderr:    &k.stderr,
 		Stream:    true,
-		Limits:    lim,
-		Started:   func(r sandbox.Running) { k.running.Store(&r) },
+		// The workspace shows a cell's files (figures) as it writes them.
+		LiveWorkspace: true,
+		Limits:        lim,
+		Started:       func(r sandbox.Running) { k.running.Store(&r) },
 	}
 	go func() {
 		res, err := opts.Sandbox.Run(rctx, spec)

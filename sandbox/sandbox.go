@@ -67,6 +67,13 @@ type Spec struct {
 	// on it that is valid until Run returns. Backends that cannot offer
 	// one do not call it.
 	Started func(Running)
+	// LiveWorkspace asks that the program's writes reach Workspace as
+	// they happen, for a long-lived program whose files are read while it
+	// runs (a kernel's figures). The namespace backend then binds the
+	// workspace itself instead of an overlay merged at the end, so its
+	// disk limit rests on the disk watcher; the Docker backend copies
+	// writes back at the end all the same.
+	LiveWorkspace bool
 }
 
 // File is a read-only file placed inside the sandbox.

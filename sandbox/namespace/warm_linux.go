@@ -96,7 +96,7 @@ type warmPool struct {
 	starting int
 	closed   bool
 	failures int
-	runs     int64 // executions that ran warm
+	runs     int64 // executions that ran warm (not those it fell back from)
 }
 
 func newWarmPool(b *Backend, size int) *warmPool {
@@ -116,7 +116,6 @@ func (p *warmPool) take() *warmInterp {
 		w := p.ready[0]
 		p.ready = p.ready[1:]
 		if w.alive() {
-			p.runs++
 			return w
 		}
 		p.b.background(w.discard)
@@ -166,6 +165,37 @@ func (p *warmPool) close() {
 	for _, w := range ready {
 		w.discard()
 	}
+}
+
+// setWarmRlimits bounds the warm-up of pid by lim's soft limits but keeps
+// the hard limits it inherited: the execution's own limits (setRlimits on
+// the interpreter) are then set by its uid, which may lower a hard limit
+// but never raise it, before the program runs. Core dumps and message
+// queues are off from the start.
+func setWarmRlimits(pid int, lim sandbox.Limits) error {
+	soft := map[int]uint64{unix.RLIMIT_CPU: uint64(lim.CPUTime.Seconds()), unix.RLIMIT_FSIZE: uint64(lim.FileSize),
+		unix.RLIMIT_NOFILE: uint64(lim.OpenFiles), unix.RLIMIT_CORE: 0, unix.RLIMIT_MSGQUEUE: 0}
+	for res, cur := range soft {
+		var rl unix.Rlimit
+		if err := unix.Prlimit(pid, res, nil, &rl); err != nil {
+			return fmt.Errorf("get rlimit %d: %w", res, err)
+		}
+		rl.Cur = min(cur, rl.Max)
+		if res == unix.RLIMIT_CORE || res == unix.RLIMIT_MSGQUEUE {
+			rl.Max = 0
+		}
+		if err := unix.Prlimit(pid, res, &rl, nil); err != nil {
+			return fmt.Errorf("set rlimit %d: %w", res, err)
+		}
+	}
+	return nil
+}
+
+// ran counts an execution that ran in a warm interpreter.
+func (p *warmPool) ran() {
+	p.mu.Lock()
+	p.runs++
+	p.mu.Unlock()
 }
 
 // WarmRuns reports how many executions ran in a warm interpreter.
@@ -228,23 +258,12 @@ func (b *Backend) startWarm() (*warmInterp, error) {
 	if fd, err := unix.PidfdOpen(childPid, 0); err == nil {
 		w.pidfd = fd
 	}
-	err = writeIDMaps(childPid, b.hostUID)
+	err = l.mapIDs(childPid, b.hostUID, true)
 	if err == nil {
-		_, err = l.usernsW.Write([]byte{0})
-	}
-	_ = l.usernsW.Close()
-	<-l.moved
-	if err == nil {
-		err = l.moveErr
-	}
-	if err == nil && l.cg != nil && !l.cg.Contains(childPid) {
-		// bwrap forked it before its own move was done
-		if err = l.cg.Add(childPid); err == nil && !l.cg.Contains(childPid) {
-			err = errors.New("the sandbox did not join its cgroup")
-		}
+		err = joinCgroup(childPid, l.cg) // bwrap may have forked it before its own move was done
 	}
 	if err == nil {
-		err = asUID(b.hostUID, func() error { return setRlimits(childPid, lim, false) })
+		err = asUID(b.hostUID, func() error { return setWarmRlimits(childPid, lim) })
 	}
 	if err == nil {
 		_, err = l.blockW.Write([]byte{0})

@@ -242,6 +242,15 @@ func TestWarmLimits(t *testing.T) {
 			t.Errorf("status %s, CPU %v (the warm-up's is not the program's)", res.Status, res.CPUTime)
 		}
 	})
+	t.Run("AboveTheWarmUps", func(t *testing.T) {
+		// Limits over the warm-up's (a kernel's hour of CPU, more files)
+		// run warm too, and the program gets exactly them.
+		lim := sandbox.Limits{CPUTime: time.Hour, OpenFiles: 4096, FileSize: 1 << 30}
+		res := runWarm(t, b, t.TempDir(), "import resource as r\nprint([r.getrlimit(x)[1] for x in (r.RLIMIT_NOFILE, r.RLIMIT_FSIZE)])", lim)
+		if res.Status != sandbox.StatusOK || string(res.Stdout) != "[4096, 1073741824]\n" {
+			t.Fatalf("status %s stdout %q stderr %s", res.Status, res.Stdout, res.Stderr)
+		}
+	})
 	t.Run("Memory", func(t *testing.T) {
 		res := runWarm(t, b, t.TempDir(), "a = []\nwhile True:\n    a.append(bytearray(8 << 20))\n", sandbox.Limits{Memory: 256 << 20, WallTime: 20 * time.Second})
 		if res.Status != sandbox.StatusMemoryLimit || res.PeakMemory > 300<<20 {

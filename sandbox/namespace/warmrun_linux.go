@@ -112,6 +112,7 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		b.log.Debug("warm interpreter not usable, running cold", "err", err)
 		return res, false, nil
 	}
+	b.warm.ran()
 	if err != nil {
 		res.Status = sandbox.StatusSandboxError
 		res.Message = err.Error()
@@ -190,26 +191,12 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 		}
 		_ = w.stdin.Close()
 	}()
-	kill := func(why sandbox.KillReason) { r.kill(l, why) }
-	timer := time.AfterFunc(r.lim.WallTime, func() { kill(sandbox.KilledTimeout) })
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				kill(sandbox.KilledTimeout)
-			} else {
-				kill(sandbox.KilledCancel)
-			}
-		case <-done:
-		}
-	}()
+	stopWatch := r.watch(ctx, l)
 	if r.spec.Started != nil {
 		r.spec.Started(running{cg: l.cg, baseCPU: baseCPU})
 	}
 	<-w.exited
-	close(done)
-	timer.Stop()
+	stopWatch()
 	if ws.Stop() {
 		r.setReason(sandbox.KilledDisk)
 	}
