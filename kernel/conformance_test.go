@@ -104,7 +104,8 @@ func warmUp(t *testing.T, b *namespace.Backend) {
 }
 
 // TestConformanceAsCells runs the whole conformance suite, its attacks
-// included, as cells of kernels.
+// included, as cells of kernels, with the reactive disk limit that
+// kernels have.
 func TestConformanceAsCells(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
@@ -118,6 +119,8 @@ func TestConformanceAsCells(t *testing.T) {
 	defer b.Close()
 	warmUp(t, b)
 	time.Sleep(5 * time.Second) // the rest of the pool
-	sandboxtest.Run(t, cellSandbox{b, t})
+	// A kernel's workspace is bound itself (Spec.LiveWorkspace), so its
+	// disk limit is the disk watcher's.
+	sandboxtest.RunWith(t, cellSandbox{b, t}, sandboxtest.Features{ReactiveDisk: true})
 	t.Logf("%d kernels started warm", b.WarmRuns())
 }

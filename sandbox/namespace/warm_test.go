@@ -251,6 +251,30 @@ func TestWarmLimits(t *testing.T) {
 			t.Fatalf("status %s stdout %q stderr %s", res.Status, res.Stdout, res.Stderr)
 		}
 	})
+	t.Run("DiskByConstruction", func(t *testing.T) {
+		// As root the workspace is an overlay on a file system of the
+		// limit's size, warm as cold: a write past it fails (ENOSPC), even
+		// into a file without a name, and what fits reaches the workspace.
+		if b.ReactiveDisk() {
+			t.Skip("no overlay workspaces here")
+		}
+		ws := t.TempDir()
+		res := runWarm(t, b, ws, `import os
+open('kept.txt', 'w').write('kept')
+try:
+    for i in range(40):
+        fd = os.open(f'u{i}', os.O_WRONLY | os.O_CREAT); os.unlink(f'u{i}')
+        os.write(fd, b'x' * (1 << 20))
+except OSError as e:
+    print('errno', e.errno, i)
+`, sandbox.Limits{Disk: 10 << 20, FileSize: 1 << 20, WallTime: 20 * time.Second})
+		if res.Status != sandbox.StatusOK || !strings.HasPrefix(string(res.Stdout), "errno 28 ") {
+			t.Fatalf("status %s stdout %q stderr %s", res.Status, res.Stdout, res.Stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "kept.txt")); err != nil || string(b) != "kept" {
+			t.Fatalf("the workspace after the run: %q %v", b, err)
+		}
+	})
 	t.Run("Memory", func(t *testing.T) {
 		res := runWarm(t, b, t.TempDir(), "a = []\nwhile True:\n    a.append(bytearray(8 << 20))\n", sandbox.Limits{Memory: 256 << 20, WallTime: 20 * time.Second})
 		if res.Status != sandbox.StatusMemoryLimit || res.PeakMemory > 300<<20 {
@@ -262,6 +286,9 @@ func TestWarmLimits(t *testing.T) {
 		var st syscall.Stat_t
 		if err := syscall.Stat(ws, &st); err != nil {
 			t.Fatal(err)
+		}
+		if !b.ReactiveDisk() {
+			st.Ino = 2 // /workspace is an overlay, whose root is its own
 		}
 		hostMounts, _ := os.ReadFile("/proc/self/mountinfo")
 		res := runWarm(t, b, ws, `import os

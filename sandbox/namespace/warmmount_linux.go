@@ -22,6 +22,7 @@ import (
 // namespace.
 type sandboxMounts struct {
 	ws       *os.File // the workspace, mounted at /workspace
+	wsTree   int      // or, when >= 0, this detached mount (its overlay)
 	code     int      // a detached read-only tmpfs with the files, mounted at /code
 	tmpSize  int64    // the size of /tmp
 	shmSize  int64    // the size of /dev/shm
@@ -33,11 +34,15 @@ type sandboxMounts struct {
 // ends afterwards, so no other goroutine ever runs in it; paths are
 // resolved from that namespace's root, the sandbox's.
 func mountInto(pid int, m sandboxMounts) error {
-	tree, err := unix.OpenTree(int(m.ws.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
-	if err != nil {
-		return fmt.Errorf("clone the workspace mount: %w", err)
+	tree := m.wsTree
+	if tree < 0 {
+		var err error
+		tree, err = unix.OpenTree(int(m.ws.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone the workspace mount: %w", err)
+		}
+		defer unix.Close(tree)
 	}
-	defer unix.Close(tree)
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		return fmt.Errorf("make the workspace nosuid: %w", err)

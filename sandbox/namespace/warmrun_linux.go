@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -138,11 +139,27 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	if err := handOver(wsFile, b.hostUID); err != nil {
 		return res, unusable(err)
 	}
+	// As for a cold run, the workspace is an overlay when overlays are on:
+	// made in the launcher's mount namespace, then moved into the
+	// sandbox's.
+	up, dl, err := r.overlay(l, wsFile)
+	if err != nil {
+		return res, unusable(err)
+	}
+	wsTree, watched := -1, wsDir
+	if up != nil {
+		defer b.unregister(up)
+		if wsTree, err = cloneMount(l.cmd.Process.Pid, b.mountPoint()); err != nil {
+			return res, unusable(err)
+		}
+		defer unix.Close(wsTree)
+		watched = up.watchPath()
+	}
 	code, err := codeMount(r.spec.Files)
 	if err != nil {
 		return res, unusable(err)
 	}
-	err = mountInto(w.childPid, sandboxMounts{ws: wsFile, code: code, codePath: "/code",
+	err = mountInto(w.childPid, sandboxMounts{ws: wsFile, wsTree: wsTree, code: code, codePath: "/code",
 		tmpSize: r.lim.Disk, shmSize: min(r.lim.Disk, r.lim.Memory)})
 	unix.Close(code)
 	if err != nil {
@@ -170,7 +187,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	if err := asUID(b.hostUID, func() error { return setRlimits(w.progPid, lim, false) }); err != nil {
 		return res, unusable(err)
 	}
-	ws, err := diskwatch.Start(wsDir, diskwatch.Limits{Bytes: r.lim.Disk}, func() { r.kill(l, sandbox.KilledDisk) })
+	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, sandbox.KilledDisk) })
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
@@ -215,7 +232,28 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	}
 	res.CPUTime, res.PeakMemory = stats.CPUTime, stats.PeakMemory
 	r.verdict(&res, ps, w.waitErr, stats)
+	if up != nil {
+		// Every process of the sandbox is gone: the upper layer is final.
+		if err := mergeUpper(up.upper, wsFile, b.hostUID); err != nil {
+			return res, &sandbox.SetupError{Reason: "bring the workspace up to date with what the program wrote", Err: err}
+		}
+	}
 	return res, nil
+}
+
+// cloneMount returns a detached copy of the mount at path in the mount
+// namespace of process pid.
+func cloneMount(pid int, path string) (int, error) {
+	tree := -1
+	err := inMountNamespace(pid, func() error {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone the overlay: %w", err)
+		}
+		tree = fd
+		return nil
+	})
+	return tree, err
 }
 
 // envMap is the program's complete environment as a map, with PWD as
