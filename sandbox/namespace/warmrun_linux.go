@@ -175,15 +175,12 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	}
 	restartPeak(l.cg)
 	baseCPU := l.cg.Stats().CPUTime
-	// RLIMIT_CPU counts the process's whole life in seconds: the program
-	// gets its CPU time on top of the imports', to the nearest second.
+	// RLIMIT_CPU counts the process's whole life in whole seconds: the
+	// program gets its CPU time on top of the imports', and less than a
+	// second more, never less.
 	lim := r.lim
 	used := processCPU(w.progPid).Seconds()
-	secs := math.Round(used + r.lim.CPUTime.Seconds())
-	if secs <= used {
-		secs = math.Ceil(used + 0.1)
-	}
-	lim.CPUTime = time.Duration(secs) * time.Second
+	lim.CPUTime = time.Duration(math.Ceil(used+r.lim.CPUTime.Seconds())) * time.Second
 	if err := asUID(b.hostUID, func() error { return setRlimits(w.progPid, lim, false) }); err != nil {
 		return res, unusable(err)
 	}
