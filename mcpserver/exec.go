@@ -178,16 +178,8 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return nil, out, err
 	}
 	out.ResultJSON = res.JSON()
-	if rec != nil {
-		rec.Event(agent.Event{Type: agent.EventExecuted,
-			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: res.WallTime.Milliseconds()})
-	}
-	out.Files, out.Skipped, err = ws.Changes(before, workspace.Limits{}, nil)
-	if err != nil {
+	if err := collect(rec, ws, before, &out, res.WallTime); err != nil {
 		return nil, out, err
-	}
-	if out.Files == nil {
-		out.Files = []workspace.Artifact{}
 	}
 	images, names := s.images(ws, out.Files)
 	out.Images = names
@@ -227,6 +219,24 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "check_code", Findings: out.Findings, Safe: &safe})
 	}
 	return nil, out, nil
+}
+
+// collect records an execution's result (with rec) and puts the
+// workspace's changes since before in out.
+func collect(rec *session.Recorder, ws *workspace.Workspace, before workspace.Snapshot, out *ExecuteOutput, wall time.Duration) error {
+	if rec != nil {
+		rec.Event(agent.Event{Type: agent.EventExecuted,
+			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: wall.Milliseconds()})
+	}
+	var err error
+	out.Files, out.Skipped, err = ws.Changes(before, workspace.Limits{}, nil)
+	if err != nil {
+		return err
+	}
+	if out.Files == nil {
+		out.Files = []workspace.Artifact{}
+	}
+	return nil
 }
 
 // resultWith is a tool result holding out as JSON text followed by images.

@@ -3,11 +3,9 @@ package mcpserver
 import (
 	"context"
 	"encoding/base64"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
@@ -80,16 +78,8 @@ func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspac
 		out.Display = append(out.Display, shown)
 	}
 	out.Images = res.Images
-	if rec != nil {
-		rec.Event(agent.Event{Type: agent.EventExecuted,
-			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: res.WallTime.Milliseconds()})
-	}
-	out.Files, out.Skipped, err = ws.Changes(before, workspace.Limits{}, nil)
-	if err != nil {
+	if err := collect(rec, ws, before, &out, res.WallTime); err != nil {
 		return nil, out, err
-	}
-	if out.Files == nil {
-		out.Files = []workspace.Artifact{}
 	}
 	result, err := resultWith(out, images)
 	if err != nil {

@@ -46,13 +46,9 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := lang.Lookup(req.Language)
+	l, err := programLanguage(req.Language, req.Code)
 	if err != nil {
-		s.writeError(w, r, badRequest("%v", err))
-		return
-	}
-	if strings.TrimSpace(req.Code) == "" {
-		s.writeError(w, r, badRequest("code is required"))
+		s.writeError(w, r, err)
 		return
 	}
 	env, err := execEnv(l, req.Env)
