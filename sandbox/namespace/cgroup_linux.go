@@ -269,11 +269,14 @@ func killProcs(procsFile string) {
 	}
 }
 
-// removeDir removes an empty cgroup directory, waiting briefly for the
-// kernel to release exiting processes.
-func removeDir(dir string) error {
+// removeDir removes an empty cgroup directory, waiting briefly (200 ms)
+// for the kernel to release exiting processes.
+func removeDir(dir string) error { return removeDirWithin(dir, 200) }
+
+// removeDirWithin is removeDir waiting up to ms milliseconds.
+func removeDirWithin(dir string, ms int) error {
 	var err error
-	for i := 0; i < 200; i++ {
+	for i := 0; i < ms; i++ {
 		err = unix.Rmdir(dir)
 		if err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
@@ -304,8 +307,10 @@ func sweepStale(parent string) {
 		alive, tagged := procid.TagAlive(e.Name(), "")
 		switch {
 		case tagged && !alive:
+			// Processes killed with their owner may take a while to exit
+			// (their mount namespace, with its file systems, goes last).
 			killProcs(filepath.Join(dir, "cgroup.procs"))
-			_ = removeDir(dir)
+			_ = removeDirWithin(dir, 5000)
 		case tagged:
 		default:
 			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
