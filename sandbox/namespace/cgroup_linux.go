@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/procid"
+	"github.com/codeagent/codeagent/sandbox/internal/stagingfs"
 
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -121,27 +122,9 @@ func cgroupMounts() ([]mountInfo, error) {
 		if len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") {
 			continue
 		}
-		out = append(out, mountInfo{root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype: g[0], super: g[2]})
+		out = append(out, mountInfo{root: stagingfs.UnescapeMount(f[3]), point: stagingfs.UnescapeMount(f[4]), fstype: g[0], super: g[2]})
 	}
 	return out, sc.Err()
-}
-
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // selfCgroups maps each v1 controller (and "" for v2) to this process's path.
