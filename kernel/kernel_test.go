@@ -213,7 +213,9 @@ func TestStateLossIsReported(t *testing.T) {
 		{"Memory", "a = []\nwhile True:\n    a.append(bytearray(16 << 20))", sandbox.Limits{Memory: 300 << 20}, sandbox.StatusMemoryLimit, "memory", 0},
 		{"Exit", "import os\nos._exit(3)", sandbox.Limits{}, sandbox.StatusError, "crash", 0},
 		{"Segfault", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)", sandbox.Limits{}, sandbox.StatusSignaled, "crash", 0},
-		{"CPUBudget", "while True:\n    pass", sandbox.Limits{CPUTime: time.Second}, sandbox.StatusTimeout, "cpu", 20 * time.Second},
+		// A budget the imports fit in when the kernel starts cold (no
+		// warm interpreter ready), about a second of CPU.
+		{"CPUBudget", "while True:\n    pass", sandbox.Limits{CPUTime: 3 * time.Second}, sandbox.StatusTimeout, "cpu", 20 * time.Second},
 		{"Disk", "i = 0\nwhile True:\n    open(f'f{i}', 'wb').write(b'x' * (1 << 20)); i += 1", sandbox.Limits{Disk: 20 << 20}, sandbox.StatusSignaled, "disk", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,5 +287,27 @@ func TestIdleKernelMemory(t *testing.T) {
 	}
 	if st.RSSBytes > 150e6 {
 		t.Errorf("an idle kernel holds %d MB resident, more than 150 MB", st.RSSBytes/1e6)
+	}
+}
+
+// TestSessionStart starts the kernel ahead of the first cell, which then
+// finds it and reports no restart; a restart after it is reported.
+func TestSessionStart(t *testing.T) {
+	s, _ := newSession(t, sandbox.Limits{})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Status(); !st.Alive {
+		t.Fatalf("no kernel after Start: %+v", st)
+	}
+	if r := run(t, s, "x = 1\nx", 0); r.KernelRestarted || r.ExecutionCount != 1 || plain(r) != "1" {
+		t.Fatalf("first cell: %+v", r)
+	}
+	_ = s.Restart(context.Background())
+	if r := run(t, s, "'x' in globals()", 0); !r.KernelRestarted || r.RestartReason != "restart" || plain(r) != "False" {
+		t.Fatalf("after the restart: %+v", r)
+	}
+	if r := run(t, s, "1", 0); r.KernelRestarted {
+		t.Fatalf("a second restart reported: %+v", r)
 	}
 }

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"sync"
 )
@@ -33,11 +34,12 @@ type Session struct {
 	opts   Options
 	execMu sync.Mutex // one cell at a time
 
-	mu     sync.Mutex
-	k      *Kernel
-	had    bool   // a kernel ran before
-	lost   string // why the last kernel ended, for the next cell
-	closed bool
+	mu      sync.Mutex
+	k       *Kernel
+	had     bool   // a kernel ran before
+	lost    string // why the last kernel ended
+	pending string // the restart the next cell reports ("" none)
+	closed  bool
 }
 
 var _ Interpreter = (*Session)(nil)
@@ -70,41 +72,63 @@ func (s *Session) exec(ctx context.Context, c Cell) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
+	k, err := s.ensure(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := k.Exec(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	s.mu.Lock()
+	res.KernelRestarted, res.RestartReason = s.pending != "", s.pending
+	s.pending = ""
+	s.mu.Unlock()
+	return res, nil
+}
+
+// ensure returns the live kernel, starting one when none runs; a kernel
+// that ran before and ended leaves its reason for the next cell to report.
+// The caller holds execMu.
+func (s *Session) ensure(ctx context.Context) (*Kernel, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return Result{}, ErrEnded
+		return nil, ErrEnded
 	}
 	k := s.k
 	if k != nil && !k.Alive() {
 		s.lost, s.k, k = k.EndReason(), nil, nil
 	}
-	restarted, reason := false, ""
-	if k == nil {
-		restarted, reason = s.had, s.lost
-		if restarted && reason == "" {
-			reason = "crash"
-		}
+	if k != nil {
 		s.mu.Unlock()
-		nk, err := Start(ctx, s.opts)
-		if err != nil {
-			return Result{}, err
-		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			nk.Close("closed")
-			return Result{}, ErrEnded
-		}
-		s.k, s.had, s.lost, k = nk, true, "", nk
+		return k, nil
+	}
+	if s.had && s.pending == "" {
+		s.pending = cmp.Or(s.lost, "crash")
 	}
 	s.mu.Unlock()
-	res, err := k.Exec(ctx, c)
+	nk, err := Start(ctx, s.opts)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	res.KernelRestarted, res.RestartReason = restarted, reason
-	return res, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		nk.Close("closed")
+		return nil, ErrEnded
+	}
+	s.k, s.had, s.lost = nk, true, ""
+	return nk, nil
+}
+
+// Start starts the kernel now if none runs, so that the first cell need
+// not wait for it (the repl calls it as it starts).
+func (s *Session) Start(ctx context.Context) error {
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	_, err := s.ensure(ctx)
+	return err
 }
 
 // stop ends the kernel, if one runs, for reason; the next cell reports

@@ -142,6 +142,7 @@ func runRepl(ctx context.Context, o replOptions, s stdio) error {
 	lim := sandbox.Limits{Memory: o.Limits.Memory}
 	sess := kernel.NewSession(kernel.Options{Sandbox: sb, Workspace: ws.Dir, Limits: lim})
 	defer sess.Close()
+	go func() { _ = sess.Start(ctx) }() // while the first cell is typed; it waits for this
 
 	r := &repl{s: s, sess: sess, rec: rec, timeout: o.Limits.WallTime}
 	if f, ok := s.in.(*os.File); ok && isTTY(f) {
