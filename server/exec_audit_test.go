@@ -38,7 +38,11 @@ func TestSessionExecIsAudited(t *testing.T) {
 	s := ts.createSession(t, "", "audited")
 	ts.cell(t, "", s.ID, "x = 1", http.StatusOK)
 	ts.json(t, "POST", "/v1/sessions/"+s.ID+"/exec", "", map[string]any{"language": "python", "code": "print(1)"}, http.StatusOK, nil)
-	recs, err := ts.st.AuditLog(context.Background(), s.Name)
+	o, err := ts.st.OwnedSession(context.Background(), "anonymous", s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ts.st.AuditLog(context.Background(), o.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
