@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -88,24 +87,6 @@ func TestLineEditor(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a buffer written by the repl and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestReplTerminal types into the repl on a pseudo-terminal: state kept
 // between cells, a block, history, Ctrl-C interrupting a cell (state
 // kept), a figure saved in the workspace, and Ctrl-D.
@@ -113,7 +94,7 @@ func TestReplTerminal(t *testing.T) {
 	master, slave := openPTY(t) // term_test.go
 	t.Cleanup(func() { master.Close(); slave.Close() })
 	go io.Copy(io.Discard, master) // what the terminal shows
-	var out, errOut lockedBuffer
+	var out, errOut syncBuffer
 	ws := t.TempDir()
 	done := make(chan int, 1)
 	go func() {
