@@ -8,6 +8,7 @@ import (
 
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -98,7 +99,15 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	prog := "/code/main" + l.Ext
 	spec := sandbox.Spec{Command: l.Command(prog), Workspace: dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
 		Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits}
-	res, err := (&queuedSandbox{s: s, source: "exec", bounded: true}).Run(r.Context(), spec)
+	// Like every run, a one-shot execution is in the audit log before it
+	// starts (session.Audited); it belongs to no session, so its records
+	// name the key that asked for it.
+	rec := session.NewRecorder(r.Context(), s.deps.Store, "", "", "exec-"+session.NewRunID(), s.log)
+	if err := rec.Audit("exec_request", map[string]any{"key": ownerOf(r.Context()), "language": l.Name}); err != nil {
+		s.writeError(w, r, &session.AuditError{Err: err})
+		return
+	}
+	res, err := session.Audited(&queuedSandbox{s: s, source: "exec", bounded: true}, rec).Run(r.Context(), spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
