@@ -24,13 +24,16 @@
 # set vm.overcommit_memory=1, kernel.panic=10 and kernel.panic_on_oops=1 for
 # the whole machine; it runs in a mount namespace of its own where those
 # files read as it wants, so the host's settings stay as they are.
-set -euo pipefail
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 version=${KUBE_VERSION:-v1.37.2}
 state=${KUBE_LOCAL_DIR:-/var/lib/codeagent-kube}
 run=${KUBE_LOCAL_RUN:-/run/codeagent-kube}
-node=codeagent-node
+# The node is named by its address: a kubelet refuses a loopback --node-ip,
+# but takes an address given as its host name for its InternalIP, which
+# the API server then uses for exec.
+node=127.0.0.1
 # Ports of our own, so as not to meet another etcd or cluster on this host.
 etcd_port=32379 api_port=36443 kubelet_port=30250
 log() { echo "kube-local: $*" >&2; }
@@ -78,7 +81,7 @@ api() {
 }
 # create PATH JSON: creates an object unless it exists.
 create() { api POST "$1" "$2" >/dev/null 2>&1 || api GET "$1/$(echo "$2" | sed -n 's/.*"name": *"\([^"]*\)".*/\1/p')" >/dev/null; }
-node_ready() { api GET "/api/v1/nodes/$node" | grep -q '"type": *"Ready", *"status": *"True"\|"status": *"True", *"type": *"Ready"'; }
+node_ready() { api GET "/api/v1/nodes/$node" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'; }
 
 certs() {
   local pki=$state/pki
@@ -100,7 +103,7 @@ certs() {
       case $who in
         admin) echo "$tok,codeagent-admin,admin,system:masters" ;;
         node) echo "$tok,system:node:$node,node,system:nodes" ;;
-        controller-manager) echo "$tok,system:kube-controller-manager,controller-manager," ;;
+        controller-manager) echo "$tok,system:kube-controller-manager,controller-manager,system:masters" ;; # every controller under one identity
         scheduler) echo "$tok,system:kube-scheduler,scheduler," ;;
       esac >>tokens.csv
       echo "$tok" >"$who.token"
@@ -188,7 +191,7 @@ state = "$run/containerd"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "codeagent.local/pause:1"
   disable_apparmor = true
-  restrict_oom_score_adj = false
+  restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -296,7 +299,7 @@ EOF
     mount --bind "$1/panic_on_oops" /proc/sys/kernel/panic_on_oops &&
     shift && exec "$@"' sh "$run/sysctl" \
     "$bin/kubelet" --config "$state/kubelet.yaml" --kubeconfig "$state/node.kubeconfig" \
-    --hostname-override "$node" --node-ip 127.0.0.1 --root-dir "$kdir" --cert-dir "$state/kubelet-pki" \
+    --hostname-override "$node" --root-dir "$kdir" --cert-dir "$state/kubelet-pki" \
     --node-labels codeagent.io/network=none --v 1
 }
 
@@ -309,12 +312,42 @@ apiserver_up() {
     --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$state/pki/sa.pub" \
     --service-account-signing-key-file "$state/pki/sa.key" \
     --kubelet-client-certificate "$state/pki/kubelet-client.crt" --kubelet-client-key "$state/pki/kubelet-client.key" \
-    --kubelet-preferred-address-types InternalIP --allow-privileged=false --profiling=false --v 1
+    --kubelet-preferred-address-types InternalIP --endpoint-reconciler-type none --allow-privileged=false --profiling=false --v 1
   wait_for kube-apiserver 120 api GET /readyz
 }
 
+# failed prints the last lines of every component's log: a cluster that
+# does not come up fails loudly, with the reason on standard error.
+failed() {
+  local f
+  log "up failed ($((SECONDS - t0)) s); the components' logs:"
+  for f in "$state"/log/*.log; do
+    [ -f "$f" ] || continue
+    echo "----- $f (last 40 lines)" >&2
+    tail -n 40 "$f" >&2
+  done
+  log "status:"
+  status >&2
+}
+
+status() {
+  local c
+  for c in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+    if alive "$c"; then echo "$c: running"; else echo "$c: stopped"; fi
+  done
+}
+
 up() {
+  trap failed ERR
   mkdir -p "$state/log" "$state/bin" "$run"
+  if ! timeout 20 docker info >/dev/null 2>&1; then
+    log "no Docker engine answers: the sandbox image is exported from it (scripts/start-dockerd.sh; images/build-offline.sh)"
+    return 1
+  fi
+  if ! docker image inspect codeagent-sandbox:latest >/dev/null 2>&1; then
+    log "the Docker engine has no codeagent-sandbox:latest (bash images/build-offline.sh)"
+    return 1
+  fi
   bin=$(bash scripts/kube-build.sh | tail -n 1)
   step "binaries ready in $bin"
   go build -o "$state/bin/kube-runc" ./scripts/kube-runc
@@ -338,7 +371,10 @@ up() {
     --use-service-account-credentials=false --terminated-pod-gc-threshold 50 --v 1
   start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$state/scheduler.kubeconfig" \
     --leader-elect=false --bind-address 127.0.0.1 --secure-port 30259 --v 1
-  wait "$imgpid"
+  if ! wait "$imgpid"; then
+    log "importing the images into containerd failed"
+    false
+  fi
   step "images in containerd"
   kubelet_up
   wait_for kubelet 120 node_ready
@@ -391,11 +427,7 @@ case ${1:-} in
     bin=$(bash scripts/kube-build.sh 2>/dev/null | tail -n 1)
     apiserver_up
     ;;
-  status)
-    for c in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
-      if alive "$c"; then echo "$c: running"; else echo "$c: stopped"; fi
-    done
-    ;;
+  status) status ;;
   *)
     echo "usage: $0 up|down|restart-apiserver [SECONDS]|stop-apiserver|start-apiserver|status" >&2
     exit 2

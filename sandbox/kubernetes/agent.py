@@ -123,9 +123,20 @@ def stamp(st):
 
 def stage(hdr):
     """Applies entry frames until 'S'; returns the snapshot of the workspace."""
-    dirs, out = [], None
+    dirs, cur = [], None  # cur: the open file being written and its mode
+
+    def done():
+        # The mode is set once the file's chunks are written: a read-only
+        # file could not be written after.
+        if cur is not None:
+            os.fchmod(cur[0], cur[1] & 0o777)
+            os.close(cur[0])
+
     while True:
         t, p = recv()
+        if t != b"C":
+            done()
+            cur = None
         if t == b"S":
             break
         if t == b"D":
@@ -138,15 +149,11 @@ def stage(hdr):
             path = os.path.join(WS, path) if t == b"W" else path
             if t == b"P":
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            os.ftruncate(out, size)
-            os.fchmod(out, mode & 0o777)
-            os.close(out)
-            out = path
-        elif t == b"C":
-            fd = os.open(out, os.O_WRONLY | os.O_NOFOLLOW)
-            os.pwrite(fd, p[8:], struct.unpack(">Q", p[:8])[0])
-            os.close(fd)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            os.ftruncate(fd, size)
+            cur = (fd, mode)
+        elif t == b"C" and cur is not None:
+            os.pwrite(cur[0], p[8:], struct.unpack(">Q", p[:8])[0])
         elif t == b"L":
             n = struct.unpack(">H", p[:2])[0]
             os.symlink(p[2 + n:].decode(), os.path.join(WS, p[2:2 + n].decode()))
@@ -298,7 +305,7 @@ except (EOFError, BrokenPipeError):
     pass
 except Exception as e:
     try:
-        sendj(b"X", {"error": repr(e)})
+        sendj(b"X", {"error": "%s: %s" % (type(e).__name__, e)})
     except Exception:
         pass
     sys.exit(1)

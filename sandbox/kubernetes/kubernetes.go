@@ -113,6 +113,7 @@ func New(cfg Config) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	quietKlog(log)
 	rc, ns, err := Connect(cfg.Kubeconfig)
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "kubernetes client configuration (set KUBECONFIG, or start scripts/kube-local.sh up)", Err: err}

@@ -95,7 +95,7 @@ func (b *Backend) podSpec(c class, life time.Duration) *corev1.Pod {
 			DNSPolicy:                     corev1.DNSNone,
 			DNSConfig:                     &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: &yes, SeccompProfile: seccomp,
+				RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid, RunAsNonRoot: &yes, SeccompProfile: seccomp,
 			},
 			Containers: []corev1.Container{{
 				Name:            container,
