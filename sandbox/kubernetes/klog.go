@@ -25,6 +25,9 @@ func (d debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
 }
 
 func (d debugHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !d.h.Enabled(ctx, slog.LevelDebug) {
+		return nil // logr passes errors on without asking Enabled
+	}
 	r.Level = slog.LevelDebug
 	return d.h.Handle(ctx, r)
 }
