@@ -339,6 +339,7 @@ status() {
 
 up() {
   trap failed ERR
+  trap 'failed; exit 1' TERM
   mkdir -p "$state/log" "$state/bin" "$run"
   if ! timeout 20 docker info >/dev/null 2>&1; then
     log "no Docker engine answers: the sandbox image is exported from it (scripts/start-dockerd.sh; images/build-offline.sh)"

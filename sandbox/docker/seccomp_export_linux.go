@@ -1,23 +1,36 @@
-//go:build linux
-
 package docker
 
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/moby/profiles/seccomp"
+	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// SeccompProfile is the containers' seccomp profile as JSON in the format
-// engines and the kubelet read (moby's), for installing it on a
-// Kubernetes node as a Localhost profile (scripts/kube-local.sh does).
+// SeccompProfile is the containers' seccomp profile as a kubelet's
+// Localhost profile (scripts/kube-local.sh installs it): in the OCI
+// runtime spec's format, which containerd and CRI-O read as it is, so the
+// conditions an engine would evaluate are resolved here, for a container
+// without capabilities on this machine's kernel (rules granted with a
+// capability are left out).
 func SeccompProfile() ([]byte, error) {
 	p, err := profile()
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(p, "", " ")
+	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp profile: %w", err)
 	}
-	return b, nil
+	noCaps := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
+	resolved, err := seccomp.LoadProfile(string(b), noCaps)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	out, err := json.MarshalIndent(resolved, "", " ")
+	if err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	return out, nil
 }

@@ -17,34 +17,43 @@ MARK = sys.argv[1] if len(sys.argv) > 1 else ""
 RECOVER = len(sys.argv) > 2 and sys.argv[2] == "recover"
 inbuf = b""
 
-def send(t, payload=b""):
-    data = t + struct.pack(">I", len(payload)) + payload
-    while data:
-        n = os.write(1, data)
-        data = data[n:]
+outbuf = bytearray()
+
+def send(t, payload=b"", flush=True):
+    # Frames are gathered (each write is a message through the kubelet and
+    # the API server): written when flush is asked or 256 KiB are waiting.
+    outbuf.extend(t + struct.pack(">I", len(payload)) + payload)
+    if flush or len(outbuf) >= 256 << 10:
+        data = memoryview(bytes(outbuf))
+        del outbuf[:]
+        while data:
+            n = os.write(1, data)
+            data = data[n:]
 
 def sendj(t, obj):
     send(t, json.dumps(obj).encode())
 
+inpos = 0  # what of inbuf was read already
+
+def buffered():
+    return len(inbuf) - inpos
+
 def readn(n):
-    global inbuf
-    while len(inbuf) < n:
-        b = os.read(0, max(65536, n - len(inbuf)))
+    global inbuf, inpos
+    if inpos > 1 << 20 or inpos == len(inbuf):
+        inbuf, inpos = inbuf[inpos:], 0
+    while buffered() < n:
+        b = os.read(0, max(1 << 20, n - buffered()))
         if not b:
             raise EOFError
         inbuf += b
-    out, inbuf = inbuf[:n], inbuf[n:]
+    out = inbuf[inpos:inpos + n]
+    inpos += n
     return out
 
 def recv():
     h = readn(5)
     return h[:1], readn(struct.unpack(">I", h[1:])[0])
-
-def frame_ready():
-    # A whole frame is buffered, or the descriptor has data.
-    if len(inbuf) >= 5 and len(inbuf) >= 5 + struct.unpack(">I", inbuf[1:5])[0]:
-        return True
-    return bool(select.select([0], [], [], 0)[0])
 
 def find_program():
     want = ("codeagent-program-" + MARK).encode()
@@ -115,8 +124,17 @@ def walk(top, limit=200000):
                 if stat.S_ISDIR(st.st_mode):
                     stack.append(r)
 
+def cost(st):
+    """An entry's charge, as the other backends' disk watcher (diskwatch)
+    charges it: its blocks and an inode, a regular file at least its size
+    rounded up to a block (a shared mapping can fill it without a write)."""
+    c = st.st_blocks * 512
+    if stat.S_ISREG(st.st_mode):
+        c = max(c, (st.st_size + 4095) & ~4095)
+    return c + 256
+
 def usage():
-    return sum(st.st_blocks * 512 + 256 for _, st in walk(WS))
+    return sum(cost(st) for _, st in walk(WS))
 
 def stamp(st):
     return (st.st_ino, st.st_ctime_ns, st.st_size, st.st_mode)
@@ -126,10 +144,11 @@ def stage(hdr):
     dirs, cur = [], None  # cur: the open file being written and its mode
 
     def done():
-        # The mode is set once the file's chunks are written: a read-only
-        # file could not be written after.
+        # A mode without the owner's write bit is set once the chunks are
+        # written; others were given at creation (the umask is 0).
         if cur is not None:
-            os.fchmod(cur[0], cur[1] & 0o777)
+            if cur[1] & 0o200 == 0:
+                os.fchmod(cur[0], cur[1] & 0o777)
             os.close(cur[0])
 
     while True:
@@ -149,8 +168,10 @@ def stage(hdr):
             path = os.path.join(WS, path) if t == b"W" else path
             if t == b"P":
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            os.ftruncate(fd, size)
+            create = (mode & 0o777) if mode & 0o200 else 0o600
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, create)
+            if size:
+                os.ftruncate(fd, size)
             cur = (fd, mode)
         elif t == b"C" and cur is not None:
             os.pwrite(cur[0], p[8:], struct.unpack(">Q", p[:8])[0])
@@ -165,7 +186,8 @@ def stage(hdr):
     return {rel: stamp(st) for rel, st in walk(WS)}
 
 def watch(hdr, pidfd):
-    """Waits for the program's end, a kill, the disk limit or the deadline."""
+    """Waits for the program's end, a kill, the disk limit or the deadline;
+    returns why, and the workspace's charge at the start."""
     base = usage()
     deadline = time.monotonic() + hdr.get("deadline_ms", 60000) / 1000
     poll, nextpoll = hdr.get("poll_ms", 50) / 1000, 0
@@ -173,22 +195,22 @@ def watch(hdr, pidfd):
     while True:
         now = time.monotonic()
         if now >= deadline:
-            return "deadline"
+            return "deadline", base
         if now >= nextpoll:
             t0 = time.monotonic()
             if usage() - base > hdr.get("disk", 1 << 62):
-                return "disk"
+                return "disk", base
             nextpoll = time.monotonic() + max(poll, 3 * (time.monotonic() - t0))
-        r = [0] if len(inbuf) >= 5 else select.select(fds, [], [], max(0, min(deadline, nextpoll) - time.monotonic()))[0]
+        r = [0] if buffered() >= 5 else select.select(fds, [], [], max(0, min(deadline, nextpoll) - time.monotonic()))[0]
         if pidfd in r:
-            return "exit"
+            return "exit", base
         if 0 in r:
             try:
                 t, p = recv()
             except EOFError:
-                return "cancel"
+                return "cancel", base
             if t == b"K":
-                return p.decode() or "kill"
+                return p.decode() or "kill", base
 
 def killall():
     try:
@@ -233,36 +255,37 @@ def send_back(snap, cap):
     for rel, st in walk(WS):
         b = rel.encode()
         if rel in snap and snap[rel] == stamp(st) and not stat.S_ISDIR(st.st_mode):
-            send(b"U", b)
+            send(b"U", b, False)
         elif stat.S_ISDIR(st.st_mode):
-            send(b"D", struct.pack(">I", st.st_mode & 0o777) + b)
+            send(b"D", struct.pack(">I", st.st_mode & 0o777) + b, False)
         elif stat.S_ISLNK(st.st_mode):
             try:
                 target = os.readlink(os.path.join(WS, rel)).encode()
             except OSError:
                 continue
-            send(b"L", struct.pack(">H", len(b)) + b + target)
+            send(b"L", struct.pack(">H", len(b)) + b + target, False)
         elif stat.S_ISREG(st.st_mode):
             try:
                 fd = os.open(os.path.join(WS, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
                 continue
             try:
-                send(b"W", struct.pack(">IQQ", st.st_mode & 0o777, st.st_size, st.st_blocks) + b)
+                send(b"W", struct.pack(">IQQ", st.st_mode & 0o777, st.st_size, st.st_blocks) + b, False)
                 for start, end in data_ranges(fd, st.st_size):
                     while start < end and sent <= cap:
                         chunk = os.pread(fd, min(256 << 10, end - start), start)
                         if not chunk:
                             break
                         if chunk.count(0) != len(chunk):
-                            send(b"C", struct.pack(">Q", start) + chunk)
+                            send(b"C", struct.pack(">Q", start) + chunk, False)
                             sent += len(chunk)
                         start += len(chunk)
-                send(b"F")
+                send(b"F", b"", False)
             finally:
                 os.close(fd)
 
 def main():
+    os.umask(0)
     try:
         import ctypes
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no /proc/PID/fd or mem for the program
@@ -291,8 +314,10 @@ def main():
     cpu0, _, oom0 = cgroup()
     self0 = own_cpu()
     sendj(b"B", {"pid": pid})
-    reason = watch(hdr, pidfd)
+    reason, base = watch(hdr, pidfd)
     killall()
+    if reason == "exit" and usage() - base > hdr.get("disk", 1 << 62):
+        reason = "disk"  # it ended before a poll saw the growth
     cpu, peak, oom = cgroup()
     cpu = max(0, cpu - cpu0 - (own_cpu() - self0))
     sendj(b"E", {"reason": reason, "cpu_ns": cpu, "peak": peak, "oom": (oom - oom0) if oom >= 0 and oom0 >= 0 else -1})

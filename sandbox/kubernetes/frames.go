@@ -35,26 +35,51 @@ const (
 // maxFrame bounds a frame's payload from the agent: chunks are 256 KiB.
 const maxFrame = 1 << 20
 
-// frameWriter writes frames; safe for concurrent use.
+// frameWriter writes frames; safe for concurrent use. Each write to the
+// exec stream becomes a message through the API server and the kubelet,
+// so frames are gathered: queue buffers one, send writes it with all that
+// was queued.
 type frameWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	buf []byte
+	w   io.Writer
 }
 
+// flushAt is how much queue gathers before it writes.
+const flushAt = 256 << 10
+
+func (f *frameWriter) append(t byte, payload []byte) {
+	f.buf = append(f.buf, t)
+	f.buf = binary.BigEndian.AppendUint32(f.buf, uint32(len(payload)))
+	f.buf = append(f.buf, payload...)
+}
+
+func (f *frameWriter) flushLocked() error {
+	if len(f.buf) == 0 {
+		return nil
+	}
+	_, err := f.w.Write(f.buf)
+	f.buf = f.buf[:0]
+	return err
+}
+
+// queue adds a frame, written with the next send or once flushAt is queued.
+func (f *frameWriter) queue(t byte, payload []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.append(t, payload)
+	if len(f.buf) < flushAt {
+		return nil
+	}
+	return f.flushLocked()
+}
+
+// send writes the queued frames and this one.
 func (f *frameWriter) send(t byte, payload []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var h [5]byte
-	h[0] = t
-	binary.BigEndian.PutUint32(h[1:], uint32(len(payload)))
-	if _, err := f.w.Write(h[:]); err != nil {
-		return err
-	}
-	if len(payload) == 0 {
-		return nil
-	}
-	_, err := f.w.Write(payload)
-	return err
+	f.append(t, payload)
+	return f.flushLocked()
 }
 
 func (f *frameWriter) sendJSON(t byte, v any) error {

@@ -134,6 +134,7 @@ func (e *execution) run(ctx context.Context) (sandbox.Result, error) {
 	if err := bx.agent.sendJSON(frameHeader, hdr); err != nil {
 		return res, fmt.Errorf("%w: %v", errBroken, err)
 	}
+	t0 := time.Now()
 	staged, err := stageIn(bx.agent, wsPath, e.spec.Files)
 	if err != nil {
 		return res, fmt.Errorf("%w: stage the workspace: %v", errBroken, err)
@@ -172,6 +173,7 @@ func (e *execution) run(ctx context.Context) (sandbox.Result, error) {
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "the program's exec", Err: err}
 	}
+	t1 := time.Now()
 	end, cb, err := e.collect(wsPath, staged)
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "bring the workspace back", Err: err}
@@ -192,6 +194,8 @@ func (e *execution) run(ctx context.Context) (sandbox.Result, error) {
 	oom := end.OOM > 0 || end.OOM < 0 && code == 137 && reason == sandbox.NotKilled
 	sandbox.Verdict(&res, e.lim, reason, oom, code)
 	cb.note(&res, e.lim)
+	e.b.log.Debug("kubernetes: run", "pod", bx.name, "staging", start.Sub(t0), "program", t1.Sub(start),
+		"copy back", time.Since(t1), "end", end.Reason)
 	return res, nil
 }
 

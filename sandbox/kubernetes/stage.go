@@ -42,13 +42,13 @@ func stageIn(a *frameWriter, ws string, files []sandbox.File) (map[string]bool, 
 		perm := uint32(fi.Mode().Perm())
 		switch {
 		case fi.IsDir():
-			err = a.send(frameDir, append(be32(perm), rel...))
+			err = a.queue(frameDir, append(be32(perm), rel...))
 		case fi.Mode().IsRegular():
 			err = sendFile(a, root, rel, perm)
 		case fi.Mode()&fs.ModeSymlink != 0:
 			var target string
 			if target, err = root.Readlink(rel); err == nil {
-				err = a.send(frameLink, append(append(be16(len(rel)), rel...), target...))
+				err = a.queue(frameLink, append(append(be16(len(rel)), rel...), target...))
 			}
 		default:
 			return nil
@@ -63,12 +63,12 @@ func stageIn(a *frameWriter, ws string, files []sandbox.File) (map[string]bool, 
 	}
 	for _, f := range files {
 		h := append(be32(0o444), be64(uint64(len(f.Data)))...)
-		if err := a.send(frameCode, append(h, f.Path...)); err != nil {
+		if err := a.queue(frameCode, append(h, f.Path...)); err != nil {
 			return nil, fmt.Errorf("send %s: %w", f.Path, err)
 		}
 		for off := 0; off < len(f.Data); off += chunkSize {
 			end := min(off+chunkSize, len(f.Data))
-			if err := a.send(frameChunk, append(be64(uint64(off)), f.Data[off:end]...)); err != nil {
+			if err := a.queue(frameChunk, append(be64(uint64(off)), f.Data[off:end]...)); err != nil {
 				return nil, fmt.Errorf("send %s: %w", f.Path, err)
 			}
 		}
@@ -91,7 +91,7 @@ func sendFile(a *frameWriter, root *os.Root, rel string, perm uint32) error {
 		return fmt.Errorf("%s is no longer a regular file", rel)
 	}
 	h := append(be32(perm), be64(uint64(fi.Size()))...)
-	if err := a.send(frameFile, append(h, rel...)); err != nil {
+	if err := a.queue(frameFile, append(h, rel...)); err != nil {
 		return err
 	}
 	buf := make([]byte, chunkSize)
@@ -99,7 +99,7 @@ func sendFile(a *frameWriter, root *os.Root, rel string, perm uint32) error {
 	for off := int64(0); ; {
 		n, err := in.ReadAt(buf, off)
 		if n > 0 && !bytes.Equal(buf[:n], zero[:n]) {
-			if serr := a.send(frameChunk, append(be64(uint64(off)), buf[:n]...)); serr != nil {
+			if serr := a.queue(frameChunk, append(be64(uint64(off)), buf[:n]...)); serr != nil {
 				return serr
 			}
 		}
