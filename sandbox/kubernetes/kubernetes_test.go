@@ -87,20 +87,11 @@ func TestNoLeftovers(t *testing.T) {
 }
 
 // assertNoPods waits (the deletions are without grace, the kubelet still
-// has to stop the containers) until no Pod of b's pool is left.
+// has to stop the containers) until no Pod of b's pool is left, and checks
+// that its Lease is gone.
 func assertNoPods(t *testing.T, b *Backend) {
 	t.Helper()
-	var left []corev1.Pod
-	for i := 0; i < 120; i++ {
-		left = podsOf(t, b.cs, b.cfg.Namespace, b.id)
-		if len(left) == 0 {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	if len(left) != 0 {
-		t.Errorf("%d Pods of pool %s left: %s", len(left), b.id, left[0].Name)
-	}
+	waitNoPods(t, b, b.id)
 	if _, err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).Get(context.Background(), b.lease.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("Lease %s left", b.lease.Name)
 	}
@@ -162,12 +153,7 @@ func waitIdle(t testing.TB, b *Backend, n int, within time.Duration) {
 // idle ones, and the run ends promptly with a sandbox error.
 func TestPodsDeletedBehindOurBack(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 2))
-	defer func() {
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-		assertNoPods(t, b)
-	}()
+	defer closeAndCheck(t, b)
 	waitIdle(t, b, 2, 3*time.Minute)
 	for _, p := range podsOf(t, b.cs, b.cfg.Namespace, b.id) {
 		if err := b.deletePod(context.Background(), p.Name); err != nil {

@@ -195,7 +195,7 @@ func (p *pool) check() {
 		}
 		keep := wc.idle[:0]
 		for _, bx := range wc.idle {
-			if bx.dead() || time.Since(bx.start) > p.b.cfg.PodLifetime-2*time.Minute {
+			if bx.dead() || time.Since(bx.start) > p.b.cfg.PodLifetime-min(2*time.Minute, p.b.cfg.PodLifetime/4) {
 				if bx.dead() {
 					p.b.log.Warn("kubernetes: replacing a warm Pod whose streams ended", "pod", bx.name)
 				}
