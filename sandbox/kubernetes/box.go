@@ -47,7 +47,10 @@ type box struct {
 	frames  chan frame
 	// agentDone is closed when the agent's exec ended.
 	agentDone chan struct{}
-	agentLog  *sandbox.CappedBuffer
+	// gone is closed when the Pod was deleted or ended (podWatch).
+	gone     chan struct{}
+	goneOnce sync.Once
+	agentLog *sandbox.CappedBuffer
 
 	progIn           *io.PipeWriter
 	progOut, progErr *switchWriter
@@ -61,12 +64,17 @@ func (bx *box) dead() bool {
 	select {
 	case <-bx.agentDone:
 		return true
+	case <-bx.gone:
+		return true
 	case <-bx.progDone:
 		return true
 	default:
 		return false
 	}
 }
+
+// markGone records that the box's Pod was deleted or ended.
+func (bx *box) markGone() { bx.goneOnce.Do(func() { close(bx.gone) }) }
 
 func (bx *box) exit() error {
 	bx.progErrMu.Lock()
@@ -115,8 +123,10 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create Pod: %w", err)
 	}
-	bx := &box{name: pod.Name, class: c}
+	bx := &box{name: pod.Name, class: c, gone: make(chan struct{})}
+	b.watch.add(bx)
 	fail := func(err error) (*box, error) {
+		b.watch.remove(bx)
 		dctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 		defer cancel()
 		if derr := b.deletePod(dctx, pod.Name); derr != nil {

@@ -97,6 +97,7 @@ type Backend struct {
 	owner string
 	lease *coordv1.Lease
 	pool  *pool
+	watch *podWatch
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -145,6 +146,7 @@ func New(cfg Config) (*Backend, error) {
 	} else if n > 0 {
 		log.Info("kubernetes: removed leftovers of earlier runs", "pods", n)
 	}
+	b.watch = newPodWatch(b)
 	b.pool = newPool(b)
 	if cfg.Warm > 0 {
 		b.pool.prime(classOf(sandbox.DefaultLimits()))
@@ -207,6 +209,7 @@ func Connect(kubeconfig string) (*rest.Config, string, error) {
 // called after it.
 func (b *Backend) Close() error {
 	err := b.pool.close()
+	b.watch.close()
 	b.dropLease()
 	return err
 }
@@ -227,6 +230,7 @@ func (b *Backend) destroy(bx *box) {
 	if bx.cancel != nil {
 		bx.cancel()
 	}
+	b.watch.remove(bx)
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	if err := b.deletePod(ctx, bx.name); err != nil {

@@ -155,9 +155,20 @@ func TestPodsDeletedBehindOurBack(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 2))
 	defer closeAndCheck(t, b)
 	waitIdle(t, b, 2, 3*time.Minute)
-	for _, p := range podsOf(t, b.cs, b.cfg.Namespace, b.id) {
+	deleted := podsOf(t, b.cs, b.cfg.Namespace, b.id)
+	for _, p := range deleted {
 		if err := b.deletePod(context.Background(), p.Name); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Until they are gone, the deleted Pods' streams may still be open: a
+	// run in one fails before its program starts, and Run tries another.
+	for gone := false; !gone; time.Sleep(200 * time.Millisecond) {
+		gone = true
+		for _, p := range podsOf(t, b.cs, b.cfg.Namespace, b.id) {
+			for _, d := range deleted {
+				gone = gone && p.Name != d.Name
+			}
 		}
 	}
 	hello(t, b)

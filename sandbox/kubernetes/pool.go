@@ -197,7 +197,7 @@ func (p *pool) check() {
 		for _, bx := range wc.idle {
 			if bx.dead() || time.Since(bx.start) > p.b.cfg.PodLifetime-min(2*time.Minute, p.b.cfg.PodLifetime/4) {
 				if bx.dead() {
-					p.b.log.Warn("kubernetes: replacing a warm Pod whose streams ended", "pod", bx.name)
+					p.b.log.Warn("kubernetes: replacing a warm Pod that ended or lost its streams", "pod", bx.name)
 				}
 				p.destroyLater(bx)
 				continue

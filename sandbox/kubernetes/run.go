@@ -210,6 +210,8 @@ func (e *execution) waitProgram() (int, error) {
 		select {
 		case <-bx.progDone:
 			return exitCode(bx.exit())
+		case <-bx.gone:
+			return -1, errors.New("the Pod was deleted or ended during the run")
 		case <-tick.C:
 			e.mu.Lock()
 			killed := e.killed
