@@ -33,6 +33,12 @@ type launcher struct {
 	closed  bool
 	live    *atomic.Int64 // the backend's count of cgroups not yet removed
 
+	// upper is the launcher's upper file system when workspaces are
+	// overlays (see prepareUpper), ready once upperDone is closed.
+	upper     *upperFS
+	upperErr  error
+	upperDone chan struct{}
+
 	argsW, seccompW, infoR, blockW, usernsW *os.File
 	dataW                                   []*os.File
 	stdinW, stdoutR, stderrR                *os.File
@@ -128,6 +134,9 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	} else {
 		close(l.moved)
 	}
+	if b.overlays.Load() {
+		b.prepareUpper(l)
+	}
 	return l, nil
 }
 
@@ -203,13 +212,38 @@ func (l *launcher) discard() {
 	for _, f := range l.all {
 		_ = f.Close()
 	}
+	if l.upperDone != nil {
+		<-l.upperDone
+		if l.upper != nil {
+			l.upper.close() // the last reference: unmounted, the loop device detaches
+		}
+	}
 	if l.cg != nil {
 		select {
 		case <-l.moved:
 		case <-time.After(5 * time.Second):
 		}
-		if err := l.cg.Destroy(); err == nil && l.live != nil {
+		if err := l.cg.Destroy(); err != nil {
+			// Its last processes are still exiting (under load, or with a
+			// mount namespace to tear down): try again for a while rather
+			// than leave the group for the life of this process.
+			go destroyLater(l.cg, l.live)
+		} else if l.live != nil {
 			l.live.Add(-1)
+		}
+	}
+}
+
+// destroyLater retries cg.Destroy for up to a minute, then gives up: the
+// next start of codeagent sweeps what is left (see sweepStale).
+func destroyLater(cg runCgroup, live *atomic.Int64) {
+	for i := 0; i < 120; i++ {
+		time.Sleep(500 * time.Millisecond)
+		if cg.Destroy() == nil {
+			if live != nil {
+				live.Add(-1)
+			}
+			return
 		}
 	}
 }
