@@ -276,15 +276,5 @@ func allocated(fi fs.FileInfo) int64 {
 
 // note tells in res that entries were left behind for the disk limit.
 func (c *copyBack) note(res *sandbox.Result, lim sandbox.Limits) {
-	if c.skipped == 0 {
-		return
-	}
-	if res.Status == sandbox.StatusOK || res.Status == sandbox.StatusError {
-		sandbox.Verdict(res, lim, sandbox.KilledDisk, false, res.ExitCode)
-	}
-	what := fmt.Sprintf("%d entries were", c.skipped)
-	if c.skipped == 1 {
-		what = "1 entry was"
-	}
-	res.Message += "; " + what + " not copied back to the workspace, which would have grown past the limit"
+	sandbox.NoteLeftBehind(res, lim, c.skipped)
 }

@@ -20,7 +20,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -240,19 +239,7 @@ func (b *Backend) destroy(bx *box) {
 
 // Run implements sandbox.Sandbox.
 func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if err := validate(spec); err != nil {
-		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
-	}
-	lim := spec.Limits.WithDefaults()
-	res, err := b.execute(ctx, spec, lim)
-	if err != nil {
-		var setup *sandbox.SetupError
-		if !errors.As(err, &setup) {
-			err = &sandbox.SetupError{Reason: "kubernetes", Err: err}
-		}
-		res.Status, res.Message = sandbox.StatusSandboxError, err.Error()
-	}
-	return res, err
+	return sandbox.RunChecked(ctx, spec, "kubernetes", validate, b.execute)
 }
 
 func validate(spec sandbox.Spec) error {

@@ -56,10 +56,14 @@ func newTestBackend(t testing.TB, cfg Config) *Backend {
 
 // TestConformance runs the shared suite with a warm pool of 2 (executions
 // with other limits than the defaults take the cold path), then checks
-// that Close leaves no Pod.
+// that Close leaves no Pod. Features, as this backend is: the workspace
+// comes back as a copy after the program ended (CopyBack), and the disk
+// limit is the agent's watch of the workspace, which kills the program
+// once past it; the emptyDir's sizeLimit makes the kubelet evict the Pod
+// later, it refuses no write (ReactiveDisk).
 func TestConformance(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 2))
-	sandboxtest.Run(t, b)
+	sandboxtest.RunWith(t, b, sandboxtest.Features{CopyBack: true, ReactiveDisk: true})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
