@@ -253,7 +253,9 @@ func (c *copyBack) finish() error {
 		if last != "" && strings.HasPrefix(rel, last+"/") {
 			continue
 		}
-		if err := c.root.RemoveAll(rel); err != nil {
+		// ENOTDIR: a parent is now a file (a directory replaced by a file),
+		// so the entry is gone already.
+		if err := c.root.RemoveAll(rel); err != nil && !errors.Is(err, syscall.ENOTDIR) {
 			return fmt.Errorf("remove %s: %w", rel, err)
 		}
 		last = rel
