@@ -131,20 +131,10 @@ func hello(t testing.TB, b *Backend) time.Duration {
 // waitIdle waits until b's pool holds n armed idle Pods of the default class.
 func waitIdle(t testing.TB, b *Backend, n int, within time.Duration) {
 	t.Helper()
-	k := classOf(sandbox.DefaultLimits()).key()
+	c := classOf(sandbox.DefaultLimits())
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		b.pool.mu.Lock()
-		got := 0
-		if wc := b.pool.classes[k]; wc != nil {
-			for _, bx := range wc.idle {
-				if !bx.dead() {
-					got++
-				}
-			}
-		}
-		b.pool.mu.Unlock()
-		if got >= n {
+		if b.pool.wp.Idle(c, func(bx *box) bool { return !bx.dead() }) >= n {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

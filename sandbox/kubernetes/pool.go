@@ -3,161 +3,57 @@ package kubernetes
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/sandbox/internal/warmpool"
 )
 
 // maxClasses bounds how many limits classes are kept warm at once.
 const maxClasses = 4
 
-// pool keeps Config.Warm armed, idle Pods per limits class. A Pod is taken
-// for one execution and deleted afterwards; the pool refills in the
-// background. Its loop renews the backend's Lease, drops idle Pods whose
-// streams ended (a Pod deleted behind codeagent's back, an API server
-// restart) or that near their deadline, and classes unused for
-// Config.IdleTimeout.
+// pool keeps Config.Warm armed, idle Pods per limits class (package
+// warmpool). A Pod is taken for one execution and deleted afterwards; the
+// pool refills in the background. Its loop renews the backend's Lease,
+// drops idle Pods whose streams ended (a Pod deleted behind codeagent's
+// back, an API server restart) or that near their deadline, and classes
+// unused for Config.IdleTimeout.
 type pool struct {
 	b        *Backend
-	mu       sync.Mutex
-	classes  map[string]*warmClass
-	closed   bool
-	bg       sync.WaitGroup
+	wp       *warmpool.Pool[class, *box]
 	stop     chan struct{}
 	loopDone chan struct{}
 }
 
-type warmClass struct {
-	class    class
-	idle     []*box
-	starting int
-	lastUse  time.Time
-	failures int // consecutive failed creations; refills pause after 3 until the next check
-}
-
 func newPool(b *Backend) *pool {
-	p := &pool{b: b, classes: map[string]*warmClass{}, stop: make(chan struct{}), loopDone: make(chan struct{})}
+	p := &pool{b: b, stop: make(chan struct{}), loopDone: make(chan struct{})}
+	p.wp = warmpool.New(warmpool.Config[class, *box]{
+		Warm: b.cfg.Warm, MaxClasses: maxClasses, Key: class.key,
+		Create: b.createBox, CreateTimeout: b.cfg.StartTimeout, Destroy: b.destroy,
+		CreateFailed: func(err error) { b.log.Warn("kubernetes: start a warm Pod", "err", err) },
+	})
 	go p.loop()
 	return p
 }
 
-func (p *pool) prime(c class) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.warmLocked(c)
-	p.refillLocked(c.key())
-}
-
-func (p *pool) warmLocked(c class) *warmClass {
-	k := c.key()
-	wc := p.classes[k]
-	if wc == nil {
-		if len(p.classes) >= maxClasses {
-			var oldest string
-			for k, wc := range p.classes {
-				if oldest == "" || wc.lastUse.Before(p.classes[oldest].lastUse) {
-					oldest = k
-				}
-			}
-			p.dropLocked(oldest)
-		}
-		wc = &warmClass{class: c}
-		p.classes[k] = wc
-	}
-	wc.lastUse = time.Now()
-	return wc
-}
-
-func (p *pool) dropLocked(k string) {
-	wc := p.classes[k]
-	if wc == nil {
-		return
-	}
-	for _, bx := range wc.idle {
-		p.destroyLater(bx)
-	}
-	delete(p.classes, k)
-}
+func (p *pool) prime(c class) { p.wp.Prime(c) }
 
 // take returns an armed box of class c: an idle one when there is one,
-// else one created now (the cold path).
+// else one created now (the cold path). The class is refilled at once.
 func (p *pool) take(ctx context.Context, c class) (*box, error) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errors.New("backend closed")
-	}
-	var bx *box
-	if p.b.cfg.Warm > 0 {
-		wc := p.warmLocked(c)
-		for bx == nil && len(wc.idle) > 0 {
-			bx, wc.idle = wc.idle[0], wc.idle[1:]
-			if bx.dead() {
-				p.destroyLater(bx)
-				bx = nil
-			}
-		}
-		wc.failures = 0
-		p.refillLocked(c.key())
-	}
-	p.mu.Unlock()
-	if bx != nil {
-		return bx, nil
+	bx, ok, err := p.wp.Take(c, func(bx *box) bool { return !bx.dead() }, true)
+	if err != nil || ok {
+		return bx, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.b.cfg.StartTimeout)
 	defer cancel()
 	return p.b.createBox(ctx, c)
 }
 
-func (p *pool) refillLocked(k string) {
-	wc := p.classes[k]
-	if wc == nil || p.closed || wc.failures >= 3 {
-		return
-	}
-	for len(wc.idle)+wc.starting < p.b.cfg.Warm {
-		wc.starting++
-		p.bg.Add(1)
-		go p.fill(k, wc)
-	}
-}
-
-func (p *pool) fill(k string, wc *warmClass) {
-	defer p.bg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), p.b.cfg.StartTimeout)
-	bx, err := p.b.createBox(ctx, wc.class)
-	cancel()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	wc.starting--
-	if err != nil {
-		wc.failures++
-		p.b.log.Warn("kubernetes: start a warm Pod", "err", err)
-		return
-	}
-	if p.closed || p.classes[k] != wc {
-		p.destroyLater(bx)
-		return
-	}
-	wc.failures = 0
-	wc.idle = append(wc.idle, bx)
-}
-
 // release deletes a used box in the background; the class was refilled
 // when it was taken.
-func (p *pool) release(bx *box) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.destroyLater(bx)
-}
-
-func (p *pool) destroyLater(bx *box) {
-	p.bg.Add(1)
-	go func() {
-		defer p.bg.Done()
-		p.b.destroy(bx)
-	}()
-}
+func (p *pool) release(bx *box) { p.wp.Destroy(bx) }
 
 func (p *pool) loop() {
 	defer close(p.loopDone)
@@ -186,45 +82,28 @@ func (p *pool) loop() {
 // check replaces idle boxes that died or near their deadline, drops unused
 // classes and lets failed classes try again.
 func (p *pool) check() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, wc := range p.classes {
-		if time.Since(wc.lastUse) > p.b.cfg.IdleTimeout {
-			p.dropLocked(k)
-			continue
+	margin := min(2*time.Minute, p.b.cfg.PodLifetime/4)
+	p.wp.Check(p.b.cfg.IdleTimeout, func(bx *box) bool {
+		if bx.dead() {
+			p.b.log.Warn("kubernetes: replacing a warm Pod that ended or lost its streams", "pod", bx.name)
+			return false
 		}
-		keep := wc.idle[:0]
-		for _, bx := range wc.idle {
-			if bx.dead() || time.Since(bx.start) > p.b.cfg.PodLifetime-min(2*time.Minute, p.b.cfg.PodLifetime/4) {
-				if bx.dead() {
-					p.b.log.Warn("kubernetes: replacing a warm Pod that ended or lost its streams", "pod", bx.name)
-				}
-				p.destroyLater(bx)
-				continue
-			}
-			keep = append(keep, bx)
-		}
-		wc.idle = keep
-		wc.failures = 0
-		p.refillLocked(k)
-	}
+		return time.Since(bx.start) <= p.b.cfg.PodLifetime-margin
+	})
 }
 
 // close deletes every Pod of the pool and waits for the background work.
 func (p *pool) close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	select {
+	case <-p.stop:
 		return nil
+	default:
 	}
-	p.closed = true
-	for k := range p.classes {
-		p.dropLocked(k)
-	}
-	p.mu.Unlock()
 	close(p.stop)
 	<-p.loopDone
-	p.bg.Wait()
+	if !p.wp.Close() {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	var errs []error
@@ -241,4 +120,4 @@ func (p *pool) close() error {
 	return errors.Join(errs...)
 }
 
-func (p *pool) wait() { p.bg.Wait() }
+func (p *pool) wait() { p.wp.Wait() }
