@@ -49,6 +49,7 @@ type serveOptions struct {
 	AllowWeak       bool
 	ShutdownTimeout time.Duration
 	Provider        *providerFlags
+	Backends        *backendFlags
 	Getenv          func(string) string
 }
 
@@ -86,7 +87,8 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.IntVar(&o.MaxKernels, "max-kernels", 0, "live kernels at most; then the least recently used idle one is ended (default 4 × CPUs)")
 	durationVar(fs, &o.KernelIdle, "kernel-idle-timeout", kernel.DefaultIdleTimeout, boundProgramTime, "end a kernel that ran no cell for this long")
 	sizeVar(fs, &o.KernelMemory, "kernel-memory", boundMemory, "memory limit of each kernel over its life (default 512MiB)")
-	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
+	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace, docker or kubernetes")
+	o.Backends = addBackendFlags(fs)
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	durationVar(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, boundShutdown, "how long running executions may take to finish at shutdown")
 	o.Provider = addProviderFlags(fs)
@@ -193,7 +195,8 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		return err
 	}
 	defer st.Close()
-	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm, WarmPython: o.WarmPython, Logger: logger})
+	sb, err := backends.Open(o.Backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm,
+		WarmPython: o.WarmPython, Logger: logger}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/docker"
+	"github.com/codeagent/codeagent/sandbox/kubernetes"
 	"github.com/codeagent/codeagent/sandbox/namespace"
 )
 
@@ -22,22 +23,31 @@ type Options struct {
 	// For docker it is the number of idle containers per limits class.
 	Warm int
 	// WarmPython is how many warm interpreters the namespace backend
-	// keeps (namespace.Config.WarmPython; as root only). Docker ignores it:
-	// its programs run as before.
+	// keeps (namespace.Config.WarmPython; as root only). Docker and
+	// Kubernetes ignore it: their programs run as before.
 	WarmPython int
-	// Image is the docker backend's image; docker.DefaultImage when empty.
+	// Image is the docker and kubernetes backends' image; their
+	// DefaultImage when empty.
 	Image string
 	// DockerHost is the docker backend's engine address; empty means
 	// DOCKER_HOST or the default socket.
 	DockerHost string
+	// Kubernetes configures the kubernetes backend beyond Image and Warm.
+	Kubernetes KubernetesOptions
 	Logger     *slog.Logger
+}
+
+// KubernetesOptions are the kubernetes backend's own settings; empty
+// fields take its defaults (see kubernetes.Config).
+type KubernetesOptions struct {
+	Kubeconfig, Namespace, RuntimeClass, SeccompProfile string
 }
 
 // ErrUnknown is wrapped by Open's error for a name it does not know.
 var ErrUnknown = errors.New("unknown sandbox backend")
 
 // Names lists the backends that Open accepts, "auto" first.
-func Names() []string { return []string{"auto", "namespace", "docker"} }
+func Names() []string { return []string{"auto", "namespace", "docker", "kubernetes"} }
 
 // Open returns the backend called name; "" and "auto" choose the namespace
 // backend. Errors from a backend that cannot run here are *sandbox.SetupError.
@@ -53,6 +63,14 @@ func Open(name string, opts Options) (sandbox.Sandbox, error) {
 	case "docker":
 		b, err := docker.New(docker.Config{Image: opts.Image, Host: opts.DockerHost, Warm: opts.Warm, Logger: opts.Logger,
 			AllowWeakIsolation: opts.AllowWeakIsolation})
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	case "kubernetes":
+		k := opts.Kubernetes
+		b, err := kubernetes.New(kubernetes.Config{Kubeconfig: k.Kubeconfig, Namespace: k.Namespace, Image: opts.Image,
+			RuntimeClass: k.RuntimeClass, SeccompProfile: k.SeccompProfile, Warm: opts.Warm, Logger: opts.Logger})
 		if err != nil {
 			return nil, err
 		}
