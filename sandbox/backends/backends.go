@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/docker"
 	"github.com/codeagent/codeagent/sandbox/namespace"
@@ -37,7 +38,17 @@ func Names() []string { return []string{"auto", "namespace", "docker"} }
 
 // Open returns the backend called name; "" and "auto" choose the namespace
 // backend. Errors from a backend that cannot run here are *sandbox.SetupError.
+// Every backend comes with its egress proxy (egress.Wrap): a Spec with a
+// Network reaches the hosts it allows, any other no network at all.
 func Open(name string, opts Options) (sandbox.Sandbox, error) {
+	sb, err := open(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return egress.Wrap(sb), nil
+}
+
+func open(name string, opts Options) (sandbox.Sandbox, error) {
 	switch name {
 	case "", "auto", "namespace":
 		b, err := namespace.New(namespace.Config{AllowWeakIsolation: opts.AllowWeakIsolation, Warm: opts.Warm, Logger: opts.Logger})
