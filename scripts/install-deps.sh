@@ -6,7 +6,7 @@
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest nodejs gcc procps docker.io debootstrap chromium)
+pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests curl nodejs gcc procps docker.io debootstrap chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
