@@ -51,6 +51,7 @@ type runOptions struct {
 	Session         string // continue (or start) this session
 	DataDir         string
 	Manifest        string
+	Net             networkFlags
 	Getenv          func(string) string
 
 	setFlags map[string]bool // flags given on the command line
@@ -90,6 +91,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Session, "session", "", "continue this session (same workspace, earlier turns in context); created if new")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
+	o.Net.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -141,6 +143,13 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	m, policy, err := o.applyManifest()
 	if err != nil {
 		return nil, err
+	}
+	network, err := o.Net.network(m)
+	if err != nil {
+		return nil, err
+	}
+	if network != nil {
+		policy = policy.WithNetwork() // the proxy decides the hosts; HTTP clients may be used
 	}
 	cfg, err := o.Provider.resolve(o.Getenv)
 	if err != nil {
@@ -242,7 +251,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	obs = agent.Observers(obs, rec)
 	a, err := agent.New(agent.Config{
 		MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
-		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests,
+		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
 		Secrets: []string{cfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)},
 	}, agent.Deps{Provider: provider, Sandbox: limited, Checker: checker, Logger: logger, Observer: obs})
 	if err != nil {
