@@ -7,10 +7,25 @@ import (
 	"strings"
 )
 
+// CeilingError says that an allow-list entry reaches beyond a ceiling.
+type CeilingError struct {
+	Rule    string   // the entry
+	What    string   // the ceiling, for people: "the manifest m.yaml"
+	Ceiling []string // its entries
+}
+
+func (e *CeilingError) Error() string {
+	if len(e.Ceiling) == 0 {
+		return fmt.Sprintf("network access to %s is not allowed: %s allows no network", e.Rule, e.What)
+	}
+	return fmt.Sprintf("network access to %s is wider than %s (%s)", e.Rule, e.What, strings.Join(e.Ceiling, ", "))
+}
+
 // Within checks that every entry of allow is covered by the ceiling: a
 // server's own allow list (serve --egress-ceiling), a manifest's, beyond
 // which no request may reach. An empty ceiling allows nothing, so any
-// entry is refused. The error names the first entry that is wider.
+// entry is refused. A bad entry is a *RuleError; one wider than the
+// ceiling a *CeilingError naming it.
 func Within(allow, ceiling []string, what string) error {
 	if len(allow) == 0 {
 		return nil
@@ -25,10 +40,7 @@ func Within(allow, ceiling []string, what string) error {
 	}
 	for _, r := range req.rules {
 		if !lim.covers(r) {
-			if len(lim.rules) == 0 {
-				return fmt.Errorf("network access to %s is not allowed: %s allows no network", r.text, what)
-			}
-			return fmt.Errorf("network access to %s is wider than %s (%s)", r.text, what, strings.Join(lim.Rules(), ", "))
+			return &CeilingError{Rule: r.text, What: what, Ceiling: lim.Rules()}
 		}
 	}
 	return nil

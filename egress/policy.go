@@ -30,20 +30,37 @@ var webPorts = []int{80, 443}
 
 func (r Rule) String() string { return r.text }
 
+// RuleError is an allow-list entry that cannot be read.
+type RuleError struct {
+	Rule string
+	Err  error
+}
+
+func (e *RuleError) Error() string { return fmt.Sprintf("allow %q: %v", e.Rule, e.Err) }
+func (e *RuleError) Unwrap() error { return e.Err }
+
 // ParseRule reads one allow-list entry: a host name ("api.example.com"), a
 // wildcard ("*.github.com", every name below github.com but not itself), or
 // an IP address ("10.0.0.5", "[fd00::1]"), each optionally with ":PORT";
 // without a port, 80 and 443 are allowed.
 func ParseRule(s string) (Rule, error) {
+	r, err := parseRule(s)
+	if err != nil {
+		return Rule{}, &RuleError{Rule: s, Err: err}
+	}
+	return r, nil
+}
+
+func parseRule(s string) (Rule, error) {
 	text := strings.TrimSpace(s)
 	host, port, err := splitRule(strings.ToLower(text))
 	if err != nil {
-		return Rule{}, fmt.Errorf("allow %q: %w", s, err)
+		return Rule{}, err
 	}
 	r := Rule{text: text, port: port}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" {
-			return Rule{}, fmt.Errorf("allow %q: an address with a zone", s)
+			return Rule{}, errors.New("an address with a zone")
 		}
 		r.ip = a.Unmap()
 		return r, nil
@@ -51,14 +68,14 @@ func ParseRule(s string) (Rule, error) {
 	if rest, ok := strings.CutPrefix(host, "*."); ok {
 		r.wildcard, host = true, rest
 		if !strings.Contains(host, ".") {
-			return Rule{}, fmt.Errorf("allow %q: a wildcard needs a domain of at least two labels (*.example.com)", s)
+			return Rule{}, errors.New("a wildcard needs a domain of at least two labels (*.example.com)")
 		}
 	}
 	if host == "*" || strings.Contains(host, "*") {
-		return Rule{}, fmt.Errorf("allow %q: '*' may only start a name (*.example.com); an allow list names hosts", s)
+		return Rule{}, errors.New("'*' may only start a name (*.example.com); an allow list names hosts")
 	}
 	if err := checkName(host); err != nil {
-		return Rule{}, fmt.Errorf("allow %q: %w", s, err)
+		return Rule{}, err
 	}
 	r.name = host
 	return r, nil

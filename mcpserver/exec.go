@@ -130,6 +130,10 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, out, err
 	}
+	network, err := s.network(in.AllowHosts)
+	if err != nil {
+		return nil, out, err
+	}
 	st, ctx, done, err := s.session(ctx, req)
 	if err != nil {
 		return nil, out, err
@@ -146,14 +150,14 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	}
 	runID := randomID()
 	s.audit(ctx, st, runID, "execute_code", map[string]any{"language": l.Name, "code": in.Code,
-		"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits})
+		"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts})
 	prog := "/code/main" + l.Ext
 	env := map[string]string{}
 	for k, v := range l.Env {
 		env[k] = v
 	}
 	spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(in.Code)}},
-		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits}
+		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits, Network: network}
 	rctx, cancel := withRunContext(ctx, maxRateWait)
 	defer cancel()
 	res, err := st.limited.Run(rctx, spec)

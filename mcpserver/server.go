@@ -71,6 +71,14 @@ type Config struct {
 	// 1 GiB and 10 000, as the HTTP API's sessions).
 	SessionMaxBytes int64
 	SessionMaxFiles int
+	// EgressCeiling is the widest network a call's allow_hosts may ask
+	// for (see egress.Within); empty, the default, allows no network. A
+	// manifest's permissions.network narrows it. EgressMaxBytes caps each
+	// execution's bytes (0: sandbox.DefaultEgressBytes); EgressResolve maps
+	// names to addresses (tests: --egress-resolve).
+	EgressCeiling  []string
+	EgressMaxBytes int64
+	EgressResolve  map[string]string
 }
 
 // MaxLimits are the default caps of Config.MaxLimits: those of the HTTP
@@ -154,6 +162,7 @@ type Server struct {
 	log     *slog.Logger
 	mcp     *mcp.Server
 	checker *safety.Checker
+	netChk  netChecker
 	ownChk  bool
 	langs   []string // languages execute_code and run_task accept
 
@@ -198,7 +207,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	return s, nil
 }
 
-const instructions = "codeagent runs code in a kernel-enforced sandbox (no network; the session's workspace is " +
+const instructions = "codeagent runs code in a kernel-enforced sandbox (no network unless a call's allow_hosts names " +
+	"hosts within the server's egress ceiling; the session's workspace is " +
 	"its working directory), checks code statically, and turns tasks into working code with its agent. " +
 	"Files written with write_file or passed in files are in the workspace for later calls of the same session."
 
@@ -226,6 +236,10 @@ func (s *Server) Close() error {
 	if s.ownChk {
 		s.checker.Close()
 		s.ownChk = false
+	}
+	if s.netChk.c != nil {
+		s.netChk.c.Close()
+		s.netChk.c = nil
 	}
 	return nil
 }

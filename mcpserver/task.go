@@ -44,6 +44,14 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	if err != nil {
 		return nil, out, err
 	}
+	network, err := s.network(in.AllowHosts)
+	if err != nil {
+		return nil, out, err
+	}
+	checker, err := s.checkerFor(network)
+	if err != nil {
+		return nil, out, err
+	}
 	maxIter := in.MaxIterations
 	if maxIter == 0 {
 		maxIter = s.cfg.MaxIterations
@@ -67,7 +75,7 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	}
 	runID := randomID()
 	s.audit(ctx, st, runID, "run_task", map[string]any{"task": in.Task, "language": l.Name, "files": keys(in.Files),
-		"max_iterations": maxIter, "tests": in.Tests != ""})
+		"max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts})
 	var obs []agent.Observer
 	if s.deps.Store != nil {
 		obs = append(obs, session.NewRecorder(ctx, s.deps.Store, st.label, "", runID, s.log))
@@ -76,8 +84,8 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		obs = append(obs, &progress{ctx: ctx, ss: req.Session, token: token})
 	}
 	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
-		Limits: limits, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...)},
-		agent.Deps{Provider: provider, Sandbox: st.limited, Checker: s.checker, Logger: s.log, Observer: agent.Observers(obs...)})
+		Limits: limits, Network: network, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...)},
+		agent.Deps{Provider: provider, Sandbox: st.limited, Checker: checker, Logger: s.log, Observer: agent.Observers(obs...)})
 	if err != nil {
 		return nil, out, argError("%v", err)
 	}

@@ -90,6 +90,7 @@ type execRequest struct {
 	Stdin    string            `json:"stdin"`
 	Env      map[string]string `json:"env"`
 	Limits   execLimits        `json:"limits"`
+	Network  *networkRequest   `json:"network"`
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
@@ -174,6 +175,11 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	network, err := s.network(req.Network)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := s.beginExec(); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -199,8 +205,9 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	}
 	prog := "/code/main" + l.Ext
 	spec := sandbox.Spec{Command: l.Command(prog), Workspace: dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
-		Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits}
+		Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits, Network: network}
 	res, err := (&queuedSandbox{s: s, source: "exec", bounded: true}).Run(r.Context(), spec)
+	s.auditExec(r.Context(), ownerOf(r.Context()), res)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -105,3 +105,28 @@ func printRefused(w io.Writer, e *sandbox.Egress) {
 		printErr(w, "network: names resolved by --egress-resolve: %v", e.Resolve)
 	}
 }
+
+// ceilingFlags are the network flags of serve and mcp: the widest network
+// a request may ask for, its byte cap, and resolve overrides for tests.
+type ceilingFlags struct {
+	ceiling  []string
+	maxBytes int64
+	resolve  []string
+}
+
+func (c *ceilingFlags) register(fs *flag.FlagSet) {
+	fs.Var(allowFlag{&c.ceiling}, "egress-ceiling", "HOST[:PORT] that requests may let programs reach (repeatable); a request's allow list must stay within these (default: none, no network)")
+	sizeVar(fs, &c.maxBytes, "egress-max-bytes", sizeBounds{min: 1, max: 1 << 40}, "most bytes in and out of one program's connections a request may ask for (default 100MiB)")
+	fs.Var(resolveFlag{&c.resolve}, "egress-resolve", "for tests: map NAME to ADDR:PORT instead of DNS for every program (repeatable; recorded with each result)")
+}
+
+func (c *ceilingFlags) resolveMap() (map[string]string, error) {
+	if len(c.resolve) > 0 && len(c.ceiling) == 0 {
+		return nil, usagef("--egress-resolve needs --egress-ceiling")
+	}
+	m, err := egress.ParseResolve(c.resolve)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return m, nil
+}
