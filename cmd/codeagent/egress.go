@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"io"
+	"sort"
+	"strings"
 
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/manifest"
@@ -102,7 +104,12 @@ func printRefused(w io.Writer, e *sandbox.Egress) {
 		printErr(w, "network: refused %s", h)
 	}
 	if e != nil && len(e.Resolve) > 0 {
-		printErr(w, "network: names resolved by --egress-resolve: %v", e.Resolve)
+		var pairs []string
+		for name, addr := range e.Resolve {
+			pairs = append(pairs, name+"="+addr)
+		}
+		sort.Strings(pairs)
+		printErr(w, "network: names resolved by --egress-resolve, not DNS: %s", strings.Join(pairs, ", "))
 	}
 }
 
