@@ -148,9 +148,16 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, out, err
 	}
-	runID := randomID()
-	s.audit(ctx, st, runID, "execute_code", map[string]any{"language": l.Name, "code": in.Code,
-		"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts})
+	// Audited first: what cannot be recorded does not run.
+	var rec *session.Recorder
+	if s.deps.Store != nil {
+		rec = session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log)
+		if err := rec.Audit("execute_code", map[string]any{"language": l.Name, "code": in.Code,
+			"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts}); err != nil {
+			return nil, out, &session.AuditError{Err: err}
+		}
+	}
+	sb := s.sandbox(st, rec)
 	prog := "/code/main" + l.Ext
 	env := map[string]string{}
 	for k, v := range l.Env {
@@ -160,7 +167,7 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits, Network: network}
 	rctx, cancel := withRunContext(ctx, maxRateWait)
 	defer cancel()
-	res, err := st.limited.Run(rctx, spec)
+	res, err := sb.Run(rctx, spec)
 	var setup *sandbox.SetupError
 	switch {
 	case errors.As(err, &setup) || errors.Is(err, sandbox.ErrInvalidSpec):
@@ -169,8 +176,8 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return nil, out, err
 	}
 	out.ResultJSON = res.JSON()
-	if s.deps.Store != nil {
-		session.NewRecorder(ctx, s.deps.Store, st.label, "", runID, s.log).Event(agent.Event{Type: agent.EventExecuted,
+	if rec != nil {
+		rec.Event(agent.Event{Type: agent.EventExecuted,
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: res.WallTime.Milliseconds()})
 	}
 	out.Files, out.Skipped, err = ws.Changes(before, workspace.Limits{}, nil)
@@ -227,14 +234,4 @@ func resultWith(out any, images []mcp.Content) (*mcp.CallToolResult, error) {
 		return nil, fmt.Errorf("encode result: %w", err)
 	}
 	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: string(b)}}, images...)}, nil
-}
-
-// audit writes one record of the session's audit log; a failure is logged.
-func (s *Server) audit(ctx context.Context, st *sessionState, runID, kind string, data map[string]any) {
-	if s.deps.Store == nil {
-		return
-	}
-	if _, err := s.deps.Store.Audit(context.WithoutCancel(ctx), st.label, runID, kind, data); err != nil {
-		s.log.Warn("audit", "kind", kind, "err", err)
-	}
 }

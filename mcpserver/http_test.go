@@ -139,7 +139,9 @@ func TestMCPOverStreamableHTTP(t *testing.T) {
 		}
 	}
 	recs, err := st.AuditLog(ctx, "")
-	if err != nil || len(recs) != 2 || !strings.HasPrefix(recs[1].Session, "mcp-key") || recs[1].Kind != "executed" {
+	// execute_code, then the execution's start and end, then its result
+	if err != nil || len(recs) != 4 || !strings.HasPrefix(recs[3].Session, "mcp-key") || recs[1].Kind != "exec_start" ||
+		recs[2].Kind != "exec_end" || recs[3].Kind != "executed" || recs[3].RunSeq != 4 {
 		t.Fatalf("audit: %v %+v", err, recs)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/workspace"
 )
 
 // Config is how a Server behaves. Zero fields take the defaults.
@@ -194,6 +195,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.ownChk = true
 	}
 	s.langs = allowedLanguages(deps.Manifest)
+	// The workspaces of MCP sessions a dead process left (kill -9).
+	if n, err := workspace.SweepTemp(cfg.WorkDir, workspacePrefix); err != nil {
+		log.Warn("remove the MCP workspaces of a process that died", "err", err)
+	} else if n > 0 {
+		log.Info("removed the MCP workspaces of a process that died", "workspaces", n)
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Logger:       log,
 		Instructions: instructions,

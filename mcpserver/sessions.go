@@ -15,24 +15,28 @@ import (
 
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
+	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/workspace"
 )
 
 // sessionState is what one MCP session owns: its workspace (created on
 // first use), its rate limit, and the calls under way.
 type sessionState struct {
-	label   string // session name in audit records: mcp-<id>, or mcp-<owner>-<id>
-	ctx     context.Context
-	cancel  context.CancelFunc
-	limited *ratelimit.Limiter
-	busy    chan struct{} // held while a call uses the workspace
-	calls   sync.WaitGroup
+	label  string // session name in audit records: mcp-<id>, or mcp-<owner>-<id>
+	ctx    context.Context
+	cancel context.CancelFunc
+	bucket ratelimit.Bucket // the session's rate limit
+	busy   chan struct{}    // held while a call uses the workspace
+	calls  sync.WaitGroup
 
 	mu sync.Mutex
 	ws *workspace.Workspace
 }
 
 var errClosed = errors.New("the server is shutting down")
+
+// workspacePrefix starts the names of the sessions' workspaces.
+const workspacePrefix = "codeagent-mcp-"
 
 // session returns the state of req's session, creating it on first use.
 // The returned done must be called when the call ends; ctx is cancelled
@@ -73,7 +77,7 @@ func (s *Server) newSession(req *mcp.CallToolRequest) *sessionState {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &sessionState{label: label, ctx: ctx, cancel: cancel, busy: make(chan struct{}, 1),
-		limited: ratelimit.New(shared{s.deps.Sandbox}, s.cfg.ExecsPerMinute)}
+		bucket: ratelimit.NewMemoryBucket(s.cfg.ExecsPerMinute)}
 }
 
 var labelPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -138,7 +142,7 @@ func (s *Server) workspace(st *sessionState) (*workspace.Workspace, error) {
 		if err != nil {
 			return nil, fmt.Errorf("work directory %s: %w", s.cfg.WorkDir, err)
 		}
-		ws, err := workspace.NewTemp(base, "codeagent-mcp-")
+		ws, err := workspace.NewTemp(base, workspacePrefix)
 		if err != nil {
 			return nil, err
 		}
@@ -156,6 +160,17 @@ func (st *sessionState) lock(ctx context.Context) (unlock func(), err error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the session's previous call: %w", ctx.Err())
 	}
+}
+
+// sandbox is the server's sandbox for one call of the session: under its
+// rate limit and, with rec, audited before each execution (see
+// session.Audited) once the limit admits it.
+func (s *Server) sandbox(st *sessionState, rec *session.Recorder) sandbox.Sandbox {
+	var sb sandbox.Sandbox = shared{s.deps.Sandbox}
+	if rec != nil {
+		sb = session.Audited(sb, rec)
+	}
+	return ratelimit.NewShared(sb, s.cfg.ExecsPerMinute, st.bucket)
 }
 
 // shared is the server's sandbox under a session's rate limiter: Close

@@ -73,19 +73,24 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	if err != nil {
 		return nil, out, fmt.Errorf("model: %w", err)
 	}
-	runID := randomID()
-	s.audit(ctx, st, runID, "run_task", map[string]any{"task": in.Task, "language": l.Name, "files": keys(in.Files),
-		"max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts})
 	var obs []agent.Observer
+	var rec *session.Recorder
 	if s.deps.Store != nil {
-		obs = append(obs, session.NewRecorder(ctx, s.deps.Store, st.label, "", runID, s.log))
+		// Audited first: what cannot be recorded does not run.
+		rec = session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log)
+		if err := rec.Audit("run_task", map[string]any{"task": in.Task, "language": l.Name, "files": keys(in.Files),
+			"max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts}); err != nil {
+			return nil, out, &session.AuditError{Err: err}
+		}
+		obs = append(obs, rec)
 	}
+	sb := s.sandbox(st, rec)
 	if token := req.Params.GetProgressToken(); token != nil {
 		obs = append(obs, &progress{ctx: ctx, ss: req.Session, token: token})
 	}
 	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
 		Limits: limits, Network: network, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...)},
-		agent.Deps{Provider: provider, Sandbox: st.limited, Checker: checker, Logger: s.log, Observer: agent.Observers(obs...)})
+		agent.Deps{Provider: provider, Sandbox: sb, Checker: checker, Logger: s.log, Observer: agent.Observers(obs...)})
 	if err != nil {
 		return nil, out, argError("%v", err)
 	}

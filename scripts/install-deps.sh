@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what codeagent needs on Debian or Ubuntu: bubblewrap for the
 # sandbox, the runtimes programs use inside it, gcc for the checker's
-# tree-sitter parser, and for the Docker backend an engine (docker.io) and
-# debootstrap to build its image offline. Safe to run again.
+# tree-sitter parser, g++ to build Ollama for the end-to-end tests
+# (../shared/ollama/build.sh), and for the Docker backend an engine
+# (docker.io) and debootstrap to build its image offline. Safe to run again.
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests curl nodejs gcc procps docker.io debootstrap chromium)
+pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests curl nodejs gcc g++ procps docker.io debootstrap chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

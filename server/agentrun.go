@@ -9,56 +9,66 @@ import (
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/providers"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/workspace"
 )
 
-// startRun records a turn in the session and starts the agent on it in the
-// background; the turn's ID is the run's.
+// Causes of a run's cancellation, recorded with its turn.
+var (
+	errShuttingDown   = errors.New("the server is shutting down")
+	errCanceledByUser = errors.New("canceled through the API")
+)
+
+// startRun takes the session's lease, records a turn and starts the agent
+// on it in the background, as `codeagent run --session` does (see package
+// session); the turn's ID is the run's.
 func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequest) (*run, error) {
-	st := s.deps.Store
 	if err := s.runs.reserve(o.ID, 2*s.cfg.Workers); err != nil {
 		return nil, err
 	}
+	timed, stopTimer := context.WithTimeout(s.ctx, s.cfg.RunTimeout)
+	runCtx, cancel := context.WithCancelCause(timed)
 	fail := func(err error) (*run, error) {
+		cancel(err)
+		stopTimer()
 		s.runs.unreserve(o.ID)
 		return nil, err
 	}
-	// No run of this session is under way, so a turn marked running was
-	// left by a process that died.
-	if err := st.MarkInterrupted(ctx, o.ID); err != nil {
-		return fail(err)
-	}
-	turns, err := st.Turns(ctx, o.ID)
+	sess := o.Session
+	sr, err := session.Start(runCtx, session.Options{Store: s.deps.Store, Session: &sess, Task: req.Task, Purpose: "codeagent serve",
+		Sandbox: &queuedSandbox{s: s, source: "run"}, PerMinute: s.cfg.RunExecsPerMinute, Logger: s.log.With("key", o.Owner)})
 	if err != nil {
+		var held *store.LeaseHeldError
+		if errors.As(err, &held) {
+			return fail(conflict("the session is in use by another codeagent process (%s); wait for its run to end", held.Holder.Owner.Describe()))
+		}
 		return fail(err)
 	}
-	turn, err := st.BeginTurn(ctx, o.ID, req.Task)
+	rctx, err := sr.Begin(ctx)
 	if err != nil {
+		sr.Close()
 		return fail(err)
 	}
-	r := &run{ID: turn.ID, SessionID: o.ID, Owner: o.Owner, Task: req.Task, Started: time.Now().UTC(),
+	r := &run{ID: sr.ID, SessionID: o.ID, Owner: o.Owner, Task: req.Task, Started: time.Now().UTC(), ctx: rctx,
 		done: make(chan struct{}), notify: make(chan struct{}), status: runRunning}
-	runCtx, cancel := context.WithTimeout(s.ctx, s.cfg.RunTimeout)
-	r.cancel = cancel
+	r.cancel = func() { cancel(errCanceledByUser) }
 	s.runs.add(r)
-	go s.execute(runCtx, r, o, turn, req, session.Summary(turns))
+	go func() {
+		defer stopTimer()
+		s.execute(rctx, r, o, sr, req)
+	}()
 	return r, nil
 }
 
-// execute runs the agent and records the turn, as `codeagent run
-// --session` does: attempts and audit records through session.Recorder.
-func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, turn store.Turn, req runRequest, history string) {
+// execute runs the agent and records the turn with its events.
+func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, sr *session.Run, req runRequest) {
 	defer s.runs.finish(r)
 	defer r.cancel()
-	st := s.deps.Store
 	log := s.log.With("run", r.ID, "key", o.Owner)
-	rec := session.NewRecorder(ctx, st, o.Name, turn.ID, turn.ID, log)
-	obs := agent.Observers(r, rec)
+	obs := agent.Observers(r, sr.Rec)
 	meter := &llm.Meter{}
-	res, err := s.runAgent(ctx, r, o, req, history, obs, meter)
+	res, err := s.runAgent(ctx, o, sr, req, obs, meter)
 	if res == nil {
 		// The agent never started: say why in a done event, as it would.
 		res = &agent.Result{History: []agent.Attempt{}, Artifacts: []workspace.Artifact{}, Message: err.Error()}
@@ -69,33 +79,31 @@ func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, turn
 		u := meter.Total()
 		res.Usage = agent.Usage{Requests: n, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total()}
 	}
-	turn.Status = store.TurnFailed
 	status := runFailed
-	switch {
-	case res.Success:
-		turn.Status, status = store.TurnSucceeded, runSucceeded
-	case errors.Is(ctx.Err(), context.Canceled):
-		status = runCanceled
-	}
-	turn.Code, turn.Output, turn.Attempts = res.Code, res.Output, res.Attempts
-	turn.InputTokens, turn.OutputTokens = res.Usage.InputTokens, res.Usage.OutputTokens
-	turn.ModelTime, turn.SandboxTime = rec.Totals()
-	turn.Artifacts = session.ArtifactRecords(s.workspaceDir(o.Owner, o.ID), res.Artifacts)
-	if ferr := st.FinishTurn(context.WithoutCancel(ctx), turn); ferr != nil {
-		log.Warn("record turn", "err", ferr)
-	}
-	s.metrics.run(status, res.Usage.Requests, res.Usage.InputTokens, res.Usage.OutputTokens)
 	msg := ""
-	if err != nil {
+	switch {
+	case sr.Rec.Err() != nil:
+		msg = (&session.AuditError{Err: sr.Rec.Err()}).Error()
+		res.Success = false
+	case res.Success:
+		status = runSucceeded
+	case ctx.Err() != nil:
+		status, msg = runCanceled, "canceled: "+context.Cause(ctx).Error()
+	case err != nil:
 		msg = res.Message
 	}
+	if ferr := sr.Finish(res, err, s.workspaceDir(o.Owner, o.ID), r.eventList()); ferr != nil {
+		log.Error("record the run's end", "err", ferr)
+	}
+	s.metrics.run(status, res.Usage.Requests, res.Usage.InputTokens, res.Usage.OutputTokens)
 	log.Info("run finished", "status", status, "attempts", res.Attempts)
-	r.end(status, res, msg)
+	s.runs.free(r)
+	r.end(status, res, publicMessage(msg))
 }
 
 // runAgent builds the agent for one run and runs it. A nil result means
 // the agent could not start (no model, bad configuration).
-func (s *Server) runAgent(ctx context.Context, r *run, o store.OwnedSession, req runRequest, history string,
+func (s *Server) runAgent(ctx context.Context, o store.OwnedSession, sr *session.Run, req runRequest,
 	obs agent.Observer, meter *llm.Meter) (*agent.Result, error) {
 	if s.deps.Model == nil {
 		msg := "no model is configured: start codeagent serve with --base-url and --model (or --provider and an API key)"
@@ -107,10 +115,6 @@ func (s *Server) runAgent(ctx context.Context, r *run, o store.OwnedSession, req
 	provider, err := providers.New(*s.deps.Model, s.log, meter)
 	if err != nil {
 		return nil, err
-	}
-	limited := ratelimit.New(&queuedSandbox{s: s, source: "run"}, s.cfg.RunExecsPerMinute)
-	if recent, err := s.deps.Store.CountAudit(ctx, o.Name, "executed", time.Now().Add(-time.Minute)); err == nil {
-		limited.Spend(recent)
 	}
 	maxIter := req.MaxIterations
 	if maxIter == 0 {
@@ -126,7 +130,7 @@ func (s *Server) runAgent(ctx context.Context, r *run, o store.OwnedSession, req
 	}
 	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: req.Verify == nil || *req.Verify,
 		Lang: req.Language, Secrets: secrets, Network: req.net},
-		agent.Deps{Provider: provider, Sandbox: limited, Checker: checker, Logger: s.log, Observer: obs})
+		agent.Deps{Provider: provider, Sandbox: sr.Sandbox, Checker: checker, Logger: s.log, Observer: obs})
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +138,7 @@ func (s *Server) runAgent(ctx context.Context, r *run, o store.OwnedSession, req
 	if err != nil {
 		return nil, err
 	}
-	return a.Run(ctx, agent.Task{Prompt: req.Task, Workspace: ws, History: history})
+	return a.Run(ctx, agent.Task{Prompt: req.Task, Workspace: ws, History: sr.History})
 }
 
 // queuedSandbox runs executions through the server's queue and counts

@@ -50,14 +50,18 @@ func TestExecNetworkWithinCeiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var audited int
+	var audited, granted int
 	for _, r := range recs {
-		if r.Kind == "executed" && strings.Contains(string(r.Data), `"host":"evil.test"`) && strings.Contains(string(r.Data), `"allowed":false`) {
+		if r.Kind == "exec_end" && strings.Contains(string(r.Data), `"host":"evil.test"`) && strings.Contains(string(r.Data), `"allowed":false`) {
 			audited++
 		}
+		if r.Kind == "exec_start" && strings.Contains(string(r.Data), `"allow":["data.example.test"]`) &&
+			strings.Contains(string(r.Data), `"data.example.test":"`+addr+`"`) {
+			granted++
+		}
 	}
-	if audited != 1 {
-		t.Errorf("%d audit records of the refused connection", audited)
+	if audited != 1 || granted != 1 {
+		t.Errorf("%d audit records of the refused connection, %d of the network granted", audited, granted)
 	}
 }
 

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
+	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
 )
 
@@ -41,6 +43,19 @@ func conflict(format string, a ...any) error {
 var errDraining = &apiError{Status: http.StatusServiceUnavailable, Code: "shutting_down",
 	Message: "the server is shutting down", RetryAfter: 5 * time.Second}
 
+// errDiskFull is every failure caused by a full disk under the server.
+var errDiskFull = &apiError{Status: http.StatusInsufficientStorage, Code: "disk_full",
+	Message: "the server's disk is full: nothing was stored; try again when an operator has made room"}
+
+// hostPath matches what looks like an absolute host path in a message.
+var hostPath = regexp.MustCompile(`(^|[\s"'(=:])/[^\s"')]*`)
+
+// publicMessage is msg without host paths: API answers and run errors
+// never show where the server keeps its files (the log has them).
+func publicMessage(msg string) string {
+	return hostPath.ReplaceAllString(msg, "$1[path]")
+}
+
 // errorBody is the JSON of every error answer.
 type errorBody struct {
 	Error struct {
@@ -58,9 +73,18 @@ func classify(err error) *apiError {
 	var se *sandbox.SetupError
 	var ce *egress.CeilingError
 	var re *egress.RuleError
+	var held *store.LeaseHeldError
+	var audit *session.AuditError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case store.IsDiskFull(err):
+		return errDiskFull
+	case errors.As(err, &held):
+		return &apiError{Status: http.StatusConflict, Code: "session_busy",
+			Message: fmt.Sprintf("the session is in use by another codeagent process (%s)", held.Holder.Owner.Describe())}
+	case errors.As(err, &audit):
+		return &apiError{Status: http.StatusInternalServerError, Code: "audit_failed", Message: publicMessage(audit.Error())}
 	case errors.As(err, &qf):
 		return &apiError{Status: http.StatusTooManyRequests, Code: "queue_full", Message: err.Error(), RetryAfter: qf.RetryAfter}
 	case errors.As(err, &le):
@@ -83,7 +107,10 @@ func classify(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "symlink_refused",
 			Message: "a directory on the way to the workspace is a symbolic link that codeagent did not make, and it does not follow it (the server log has the path)"}
 	case errors.As(err, &se):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: "sandbox_unavailable", Message: se.Error()}
+		// The reason only: the cause names cgroups, mounts and directories
+		// of the host, which the log shows.
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "sandbox_unavailable",
+			Message: "the sandbox could not run the program: " + publicMessage(se.Reason)}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &apiError{Status: http.StatusGatewayTimeout, Code: "timeout", Message: "the request took too long"}
 	case errors.Is(err, context.Canceled):
@@ -96,7 +123,7 @@ func classify(err error) *apiError {
 // are logged, never shown.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
-	if ae.Status >= 500 || ae.Code == "symlink_refused" {
+	if ae.Status >= 500 || ae.Code == "symlink_refused" || ae.Code == "session_busy" {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
 	}
 	if ae.RetryAfter > 0 {

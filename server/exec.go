@@ -1,16 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -20,117 +18,18 @@ const (
 	maxExecEnv   = 64
 )
 
-// duration is a JSON duration: "10s", or a number of milliseconds.
-type duration time.Duration
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	if bytes.HasPrefix(b, []byte(`"`)) {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		v, err := time.ParseDuration(s)
-		if err != nil || v < 0 {
-			return fmt.Errorf("invalid duration %q: want e.g. \"10s\" or milliseconds", s)
-		}
-		*d = duration(v)
-		return nil
-	}
-	var ms int64
-	if err := json.Unmarshal(b, &ms); err != nil || ms < 0 {
-		return fmt.Errorf("invalid duration %s: want e.g. \"10s\" or milliseconds", b)
-	}
-	*d = duration(time.Duration(ms) * time.Millisecond)
-	return nil
-}
-
-// size is a JSON byte size: "256MiB", or a number of bytes.
-type size int64
-
-func (z *size) UnmarshalJSON(b []byte) error {
-	if bytes.HasPrefix(b, []byte(`"`)) {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		v, err := sandbox.ParseSize(s)
-		if err != nil {
-			return err
-		}
-		*z = size(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil || n < 0 {
-		return fmt.Errorf("invalid size %s: want e.g. \"256MiB\" or bytes", b)
-	}
-	*z = size(n)
-	return nil
-}
-
-// execLimits are the limits a request may set; absent ones take the
-// sandbox defaults.
-type execLimits struct {
-	Timeout   duration `json:"timeout"`
-	CPUTime   duration `json:"cpu_time"`
-	Memory    size     `json:"memory"`
-	Processes int      `json:"processes"`
-	Output    size     `json:"output"`
-	FileSize  size     `json:"file_size"`
-	Disk      size     `json:"disk"`
-	OpenFiles int      `json:"open_files"`
-	CPUs      float64  `json:"cpus"`
-}
-
 // execRequest is the body of POST /v1/exec.
 type execRequest struct {
-	Language string            `json:"language"`
-	Code     string            `json:"code"`
-	Files    map[string]string `json:"files"`
-	Stdin    string            `json:"stdin"`
-	Env      map[string]string `json:"env"`
-	Limits   execLimits        `json:"limits"`
-	Network  *networkRequest   `json:"network"`
+	Language string                     `json:"language"`
+	Code     string                     `json:"code"`
+	Files    map[string]string          `json:"files"`
+	Stdin    string                     `json:"stdin"`
+	Env      map[string]string          `json:"env"`
+	Limits   map[string]json.RawMessage `json:"limits"`
+	Network  *networkRequest            `json:"network"`
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
-// limits checks the request's limits against the server's caps.
-func (s *Server) limits(l execLimits) (sandbox.Limits, error) {
-	req := sandbox.Limits{WallTime: time.Duration(l.Timeout), CPUTime: time.Duration(l.CPUTime), Memory: int64(l.Memory),
-		Processes: l.Processes, Output: int64(l.Output), FileSize: int64(l.FileSize), Disk: int64(l.Disk), OpenFiles: l.OpenFiles, CPUs: l.CPUs}
-	if req.Processes < 0 || req.OpenFiles < 0 {
-		return req, badRequest("limits must not be negative")
-	}
-	if c := req.CPUs; c != c || c < 0 || (c > 0 && c < 0.01) {
-		return req, badRequest("limits.cpus must be a number of cores of at least 0.01")
-	}
-	if req.CPUs > s.cfg.ExecMaxLimits.CPUs {
-		return req, badRequest("limits.cpus is over this server's maximum of %g", s.cfg.ExecMaxLimits.CPUs)
-	}
-	m := s.cfg.ExecMaxLimits
-	over := func(name string, v, max int64) error {
-		if v > max {
-			return badRequest("limits.%s is over this server's maximum of %d", name, max)
-		}
-		return nil
-	}
-	for _, c := range []struct {
-		name   string
-		v, max int64
-	}{
-		{"timeout (ms)", req.WallTime.Milliseconds(), m.WallTime.Milliseconds()},
-		{"cpu_time (ms)", req.CPUTime.Milliseconds(), m.CPUTime.Milliseconds()},
-		{"memory", req.Memory, m.Memory}, {"processes", int64(req.Processes), int64(m.Processes)},
-		{"output", req.Output, m.Output}, {"file_size", req.FileSize, m.FileSize},
-		{"disk", req.Disk, m.Disk}, {"open_files", int64(req.OpenFiles), int64(m.OpenFiles)},
-	} {
-		if err := over(c.name, c.v, c.max); err != nil {
-			return req, err
-		}
-	}
-	return sandbox.DefaultLimits().Overlay(req), nil
-}
 
 // handleExec runs one program in a fresh temporary workspace holding the
 // request's files and answers with the `exec --json` result object.
@@ -190,7 +89,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ws, err := workspace.NewTemp(tmp, "codeagent-exec-")
+	ws, err := workspace.NewTemp(tmp, execPrefix)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -206,8 +105,15 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	prog := "/code/main" + l.Ext
 	spec := sandbox.Spec{Command: l.Command(prog), Workspace: dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
 		Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits, Network: network}
-	res, err := (&queuedSandbox{s: s, source: "exec", bounded: true}).Run(r.Context(), spec)
-	s.auditExec(r.Context(), ownerOf(r.Context()), res)
+	// Like every run, a one-shot execution is in the audit log before it
+	// starts (session.Audited); it belongs to no session, so its records
+	// name the key that asked for it.
+	rec := session.NewRecorder(r.Context(), s.deps.Store, "", "", "exec-"+session.NewRunID(), s.log)
+	if err := rec.Audit("exec_request", map[string]any{"key": ownerOf(r.Context()), "language": l.Name}); err != nil {
+		s.writeError(w, r, &session.AuditError{Err: err})
+		return
+	}
+	res, err := session.Audited(&queuedSandbox{s: s, source: "exec", bounded: true}, rec).Run(r.Context(), spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -78,6 +78,11 @@ func (s *Server) sessionRoot(r *http.Request, write bool) (*os.Root, string, err
 	if write && s.runs.activeIn(o.ID) != "" {
 		return nil, "", conflict("a run is using the session's workspace; wait for it or cancel it")
 	}
+	if write {
+		if l, live, err := s.deps.Store.SessionLease(r.Context(), o.ID); err == nil && live {
+			return nil, "", conflict("a run of another codeagent process (%s) is using the session's workspace", l.Owner.Describe())
+		}
+	}
 	ws, err := s.sessionWorkspace(o.Owner, o.ID)
 	if err != nil {
 		return nil, "", err
@@ -208,10 +213,11 @@ func (s *Server) handleUploadMultipart(w http.ResponseWriter, r *http.Request) {
 
 func uploadError(err error) error {
 	var mb *http.MaxBytesError
-	if errors.As(err, &mb) {
-		return err
+	var se errStore
+	if errors.As(err, &mb) || errors.As(err, &se) {
+		return err // too large, or the server's failure (a full disk: 507)
 	}
-	return badRequest("reading the upload: %v", err)
+	return badRequest("reading the upload: %v", publicMessage(err.Error()))
 }
 
 // handleDownload serves a workspace file: images inline (SVG under a CSP

@@ -13,14 +13,33 @@ import (
 type Queue struct {
 	slots   chan struct{}
 	length  int
+	closed  chan struct{} // closed by Close: no more executions start
 	mu      sync.Mutex
 	waiting int
 	avg     time.Duration // moving average of an execution's time
+	err     error         // what Acquire returns once closed
 }
 
 // NewQueue returns a queue of workers slots and length waiting places.
 func NewQueue(workers, length int) *Queue {
-	return &Queue{slots: make(chan struct{}, workers), length: length, avg: 100 * time.Millisecond}
+	return &Queue{slots: make(chan struct{}, workers), length: length, avg: 100 * time.Millisecond, closed: make(chan struct{})}
+}
+
+// Close refuses every execution waiting for a slot, and all later ones,
+// with err; those holding a slot go on.
+func (q *Queue) Close(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err == nil {
+		q.err = err
+		close(q.closed)
+	}
+}
+
+func (q *Queue) closedErr() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
 }
 
 // QueueFullError says the queue is full and when to try again.
@@ -37,6 +56,9 @@ func (e *QueueFullError) Error() string {
 // runs, which are limited in number elsewhere). release must be called
 // when the execution ends.
 func (q *Queue) Acquire(ctx context.Context, bounded bool) (release func(), err error) {
+	if err := q.closedErr(); err != nil {
+		return nil, err
+	}
 	select {
 	case q.slots <- struct{}{}:
 		return q.releaser(), nil
@@ -57,7 +79,13 @@ func (q *Queue) Acquire(ctx context.Context, bounded bool) (release func(), err 
 	}()
 	select {
 	case q.slots <- struct{}{}:
+		if err := q.closedErr(); err != nil { // both were ready
+			<-q.slots
+			return nil, err
+		}
 		return q.releaser(), nil
+	case <-q.closed:
+		return nil, q.closedErr()
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting in the execution queue: %w", ctx.Err())
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -17,10 +18,11 @@ import (
 
 // Run statuses.
 const (
-	runRunning   = "running"
-	runSucceeded = "succeeded"
-	runFailed    = "failed"
-	runCanceled  = "canceled"
+	runRunning     = "running"
+	runSucceeded   = "succeeded"
+	runFailed      = "failed"
+	runCanceled    = "canceled"
+	runInterrupted = "interrupted" // its process died (a crash, kill -9)
 )
 
 // Bounds of the run registry: finished runs are kept this long, and at
@@ -37,7 +39,8 @@ const (
 type run struct {
 	ID, SessionID, Owner, Task string
 	Started                    time.Time
-	cancel                     context.CancelFunc
+	ctx                        context.Context // the run's; its cause says why it was canceled
+	cancel                     func()
 	done                       chan struct{} // closed after the last event and the result
 
 	mu       sync.Mutex
@@ -50,7 +53,11 @@ type run struct {
 }
 
 // Event implements agent.Observer: it appends and wakes the subscribers.
+// The done event of a canceled run says why it was canceled.
 func (r *run) Event(e agent.Event) {
+	if e.Type == agent.EventDone && r.ctx != nil && r.ctx.Err() != nil {
+		e.Message = "canceled: " + context.Cause(r.ctx).Error()
+	}
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	close(r.notify)
@@ -63,6 +70,13 @@ func (r *run) end(status string, res *agent.Result, errMsg string) {
 	r.status, r.result, r.errMsg, r.finished = status, res, errMsg, time.Now()
 	r.mu.Unlock()
 	close(r.done)
+}
+
+// eventList is a copy of the events so far.
+func (r *run) eventList() []agent.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]agent.Event{}, r.events...)
 }
 
 // since returns the events from index i and a channel closed at the next.
@@ -146,11 +160,19 @@ func (g *runRegistry) add(r *run) {
 	g.bySession[r.SessionID] = r.ID
 }
 
-// finish marks r's session free.
-func (g *runRegistry) finish(r *run) {
+// free marks r's session free for its next run: before r's done event
+// reaches its streams, so that a client told of the end can start another.
+func (g *runRegistry) free(r *run) {
 	g.mu.Lock()
-	delete(g.bySession, r.SessionID)
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	if g.bySession[r.SessionID] == r.ID {
+		delete(g.bySession, r.SessionID)
+	}
+}
+
+// finish frees r's session if free did not, and counts r as ended.
+func (g *runRegistry) finish(r *run) {
+	g.free(r)
 	g.wg.Done()
 }
 
@@ -202,10 +224,18 @@ func (g *runRegistry) active() int {
 
 func (g *runRegistry) wait() { g.wg.Wait() }
 
-// ownRun returns the caller's run named in the path.
+// errNotLive says a run is not in this process's registry: it may be in
+// the store (finished, or from before a restart).
+var errNotLive = errors.New("run not in the registry")
+
+// ownRun returns the caller's run named in the path, if this process has
+// it, else errNotLive.
 func (s *Server) ownRun(r *http.Request) (*run, error) {
 	run := s.runs.get(r.PathValue("id"))
-	if run == nil || run.Owner != ownerOf(r.Context()) {
+	if run == nil {
+		return nil, errNotLive
+	}
+	if run.Owner != ownerOf(r.Context()) {
 		return nil, notFound("run")
 	}
 	return run, nil
@@ -271,6 +301,15 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 	run, err := s.ownRun(r)
+	if errors.Is(err, errNotLive) {
+		v, _, err := s.storedRun(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -280,6 +319,16 @@ func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	run, err := s.ownRun(r)
+	if errors.Is(err, errNotLive) {
+		// A finished run (or one of another process) cannot be canceled here.
+		v, _, err := s.storedRun(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, v)
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -293,16 +342,20 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 // ends after the done event. Each event's id is its position (1-based),
 // its event name the agent's type and its data the agent.Event JSON.
 func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
-	run, err := s.ownRun(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	next := 0
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {
 			next = n
 		}
+	}
+	run, err := s.ownRun(r)
+	if errors.Is(err, errNotLive) {
+		s.storedEvents(w, r, next)
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -224,9 +224,10 @@ type Server struct {
 	closeChk    sync.Once
 	handler     http.Handler
 
-	// ctx is cancelled by Shutdown; runs derive from it.
+	// ctx is cancelled by Shutdown, with errShuttingDown as its cause;
+	// runs derive from it.
 	ctx      context.Context
-	cancel   context.CancelFunc
+	cancel   context.CancelCauseFunc
 	mu       sync.Mutex
 	draining bool          // set by Shutdown: no new executions or runs
 	execs    int           // executions of /v1/exec under way
@@ -262,7 +263,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		}
 		s.checker, s.ownChk = c, true
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.idle = make(chan struct{})
 	s.metrics = newMetrics()
 	s.queue = NewQueue(cfg.Workers, cfg.QueueLength)
@@ -272,6 +273,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.auth = newAuthenticator(keys, cfg.RatePerSecond, cfg.RateBurst)
 	s.runs = newRunRegistry()
+	s.recover()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -296,10 +298,12 @@ func (s *Server) sessionWorkspace(owner, id string) (*workspace.Workspace, error
 	return workspace.NewBeneath(s.cfg.DataDir, s.workspaceRel(owner, id))
 }
 
-// Shutdown cancels the runs under way and waits, until ctx ends, for them
-// and for the executions of /v1/exec to finish. The caller stops the HTTP
-// server first (so that no new request arrives) and closes the sandbox
-// after.
+// Shutdown drains the server: executions waiting in the queue are
+// refused (503), agent runs are canceled at once with the shutdown as
+// their recorded cause (each sends its done event to its streams), and
+// executions of /v1/exec under way may finish until ctx ends. The caller
+// stops the HTTP server from accepting first (http.Server.Shutdown, which
+// then waits for the handlers) and closes the sandbox after.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.draining {
@@ -309,26 +313,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	done := make(chan struct{})
+	s.queue.Close(errDraining)
+	s.cancel(errShuttingDown)
+	runs := make(chan struct{})
 	go func() {
-		<-s.idle
-		s.cancel()
 		s.runs.wait()
-		close(done)
+		close(runs)
 	}()
-	select {
-	case <-done:
-		if s.ownChk {
-			s.closeChk.Do(s.checker.Close)
+	for _, c := range []<-chan struct{}{runs, s.idle} {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return fmt.Errorf("server: shutdown: %w", ctx.Err())
 		}
-		if s.netChk.c != nil {
-			s.netChk.c.Close()
-		}
-		return nil
-	case <-ctx.Done():
-		s.cancel()
-		return fmt.Errorf("server: shutdown: %w", ctx.Err())
 	}
+	if s.ownChk {
+		s.closeChk.Do(s.checker.Close)
+	}
+	if s.netChk.c != nil {
+		s.netChk.c.Close()
+	}
+	return nil
 }
 
 // beginExec counts an execution of /v1/exec, or refuses it when the

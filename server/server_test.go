@@ -42,12 +42,16 @@ type testOptions struct {
 	warm    int
 	mcp     bool // serve MCP at /mcp
 	mcpCfg  mcpserver.Config
+	data    string // the data directory; default a new temporary one
 }
 
 func newTestServer(t testing.TB, o testOptions) *testServer {
 	t.Helper()
 	ctx := context.Background()
-	data := t.TempDir()
+	data := o.data
+	if data == "" {
+		data = t.TempDir()
+	}
 	st, err := store.Open(ctx, filepath.Join(data, "codeagent.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -107,9 +107,9 @@ func (u *upload) add(name string, body io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("upload %s: %w", name, err)
 	}
-	n, err := io.Copy(f, io.LimitReader(body, limit+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	n, err := io.Copy(storeWriter{f}, io.LimitReader(body, limit+1))
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = errStore{cerr}
 	}
 	switch {
 	case err != nil:
@@ -132,13 +132,31 @@ func (u *upload) add(name string, body io.Reader) error {
 	return nil
 }
 
+// storeWriter tells the server's own write errors (a full disk) from the
+// client's read errors in an upload's copy.
+type storeWriter struct{ w io.Writer }
+
+// errStore marks a failure to store what was received.
+type errStore struct{ err error }
+
+func (e errStore) Error() string { return "store the upload: " + e.err.Error() }
+func (e errStore) Unwrap() error { return e.err }
+
+func (s storeWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		err = errStore{err}
+	}
+	return n, err
+}
+
 // commit renames every staged file into place.
 func (u *upload) commit() ([]fileJSON, error) {
 	out := make([]fileJSON, 0, len(u.files))
 	for i, f := range u.files {
 		if err := u.root.Rename(f.tmp, f.name); err != nil {
 			u.files = u.files[i:]
-			return nil, uploadError(err)
+			return nil, errStore{err}
 		}
 		ct, _ := contentType(f.name)
 		out = append(out, fileJSON{Path: f.name, Size: f.size, Modified: time.Now().UTC(), ContentType: ct})

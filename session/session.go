@@ -1,7 +1,9 @@
-// Package session ties the agent to the store: it records a run's attempts
-// and every step in the audit log as the run goes (so that a killed process
-// loses at most the attempt under way), and summarises a session's earlier
-// turns for the model.
+// Package session ties the agent to the store, the one way for the CLI,
+// the server and MCP: a run takes its session's lease (Start), records its
+// attempts and every step in the audit log as it goes (so that a killed
+// process loses at most the attempt under way), executes only what was
+// recorded first (Audited) under the session's rate limit, and records its
+// end (Finish); Summary renders a session's earlier turns for the model.
 package session
 
 import (
@@ -10,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -23,7 +26,11 @@ import (
 const auditOutputBytes = 2048
 
 // Recorder is an agent.Observer that writes attempts to the store and each
-// step to the audit log. Write errors are logged, never fatal to the run.
+// step to the audit log, numbering the run's records from 1. A record that
+// cannot be written is logged and remembered (Err): the run's sandbox (see
+// Audited) then refuses to execute anything more, so that nothing runs
+// unrecorded, and its number stays unused, so that the log shows the gap
+// once a later record lands.
 type Recorder struct {
 	ctx     context.Context
 	st      *store.Store
@@ -35,6 +42,12 @@ type Recorder struct {
 	cur     store.Attempt
 	model   time.Duration
 	sandbox time.Duration
+
+	mu        sync.Mutex
+	seq       int64 // the run's last record number
+	execs     int   // executions started
+	err       error // the first record that could not be written
+	firstLost int64
 }
 
 var _ agent.Observer = (*Recorder)(nil)
@@ -79,19 +92,13 @@ func (r *Recorder) Event(e agent.Event) {
 			r.cur.Wall = time.Duration(res.WallMS) * time.Millisecond
 			r.cur.CPU = time.Duration(res.CPUMS) * time.Millisecond
 			r.cur.PeakMemory = res.PeakMemoryBytes
-			rec := map[string]any{"attempt": e.Attempt, "phase": e.Phase,
+			r.audit("executed", map[string]any{"attempt": e.Attempt, "phase": e.Phase,
 				"status": res.Status, "exit_code": res.ExitCode, "signal": res.Signal, "message": res.Message,
 				"wall_ms": res.WallMS, "cpu_ms": res.CPUMS, "peak_memory_bytes": res.PeakMemoryBytes,
 				"stdout_sha256": hash([]byte(res.Stdout)), "stderr_sha256": hash([]byte(res.Stderr)),
 				"stdout": head(res.Stdout), "stderr": head(res.Stderr),
 				"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated,
-				"error_class": e.ErrorClass}
-			if res.Egress != nil {
-				// Every connection attempt, allowed or refused, with its bytes,
-				// and the allow list and resolve overrides it ran under.
-				rec["egress"] = res.Egress
-			}
-			r.audit("executed", rec)
+				"error_class": e.ErrorClass})
 		}
 		r.cur.ErrorClass = string(e.ErrorClass)
 		r.sandbox += time.Duration(e.DurationMS) * time.Millisecond
@@ -122,10 +129,54 @@ func (r *Recorder) save() {
 	}
 }
 
-func (r *Recorder) audit(kind string, data map[string]any) {
-	if _, err := r.st.Audit(r.ctx, r.session, r.runID, kind, data); err != nil {
+func (r *Recorder) audit(kind string, data map[string]any) { _ = r.Audit(kind, data) }
+
+// Audit writes the run's next record. A failure is remembered (see Err).
+func (r *Recorder) Audit(kind string, data map[string]any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.auditLocked(kind, data)
+}
+
+func (r *Recorder) auditLocked(kind string, data map[string]any) error {
+	r.seq++
+	if _, err := r.st.AuditRun(r.ctx, r.session, r.runID, r.seq, kind, data); err != nil {
 		r.log.Warn("audit", "kind", kind, "err", err)
+		if r.err == nil {
+			r.err, r.firstLost = err, r.seq
+		}
+		return err
 	}
+	return nil
+}
+
+// Err returns the first record of the run that could not be written.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// closeFailed writes, once the run is over, the record saying that some
+// of its records could not be written, with the reserve of the store if
+// the disk is full. It does nothing when every record was written.
+func (r *Recorder) closeFailed() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		return nil
+	}
+	first, cause := r.firstLost, r.err.Error()
+	if store.IsDiskFull(r.err) {
+		cause = "the disk of the data directory is full"
+	}
+	r.seq++
+	seq := r.seq
+	return r.st.WithReserve(func() error {
+		_, err := r.st.AuditRun(r.ctx, r.session, r.runID, seq, store.KindAuditFailed,
+			map[string]any{"error": cause, "first_lost": first})
+		return err
+	})
 }
 
 func hash(b []byte) string {

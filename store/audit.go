@@ -13,13 +13,16 @@ import (
 )
 
 // Record is one entry of the audit log: a generated program, a check
-// verdict, an execution result, a verification verdict. Data is the kind's
-// own JSON object.
+// verdict, an execution's start and end, a verification verdict. Data is
+// the kind's own JSON object. RunSeq numbers the records of one run (from
+// 1), so that a record that could not be written shows as a missing number
+// once a later one is; 0 is a record outside any run's numbering.
 type Record struct {
 	Seq      int64           `json:"seq"`
 	Time     time.Time       `json:"time"`
 	Session  string          `json:"session"`
 	RunID    string          `json:"run_id"`
+	RunSeq   int64           `json:"run_seq,omitempty"`
 	Kind     string          `json:"kind"`
 	Data     json.RawMessage `json:"data"`
 	PrevHash string          `json:"prev_hash"`
@@ -31,10 +34,15 @@ const genesis = "000000000000000000000000000000000000000000000000000000000000000
 
 // recordHash chains a record to the one before it. Every field a reader
 // sees is covered, so changing, inserting or deleting a record breaks the
-// chain from there on.
-func recordHash(prev string, seq, ts int64, session, runID, kind string, data []byte) string {
+// chain from there on. A run number is covered when there is one (records
+// written before numbering hash as they did).
+func recordHash(prev string, seq, ts int64, session, runID string, runSeq int64, kind string, data []byte) string {
 	h := sha256.New()
-	for _, part := range []string{prev, strconv.FormatInt(seq, 10), strconv.FormatInt(ts, 10), session, runID, kind} {
+	parts := []string{prev, strconv.FormatInt(seq, 10), strconv.FormatInt(ts, 10), session, runID, kind}
+	if runSeq > 0 {
+		parts = append(parts, "run_seq="+strconv.FormatInt(runSeq, 10))
+	}
+	for _, part := range parts {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
@@ -42,8 +50,14 @@ func recordHash(prev string, seq, ts int64, session, runID, kind string, data []
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Audit appends a record. data is marshalled to JSON.
+// Audit appends a record outside any run's numbering. data is marshalled
+// to JSON.
 func (s *Store) Audit(ctx context.Context, session, runID, kind string, data any) (Record, error) {
+	return s.AuditRun(ctx, session, runID, 0, kind, data)
+}
+
+// AuditRun appends record number runSeq of a run.
+func (s *Store) AuditRun(ctx context.Context, session, runID string, runSeq int64, kind string, data any) (Record, error) {
 	body, err := json.Marshal(data)
 	if err != nil {
 		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
@@ -53,27 +67,39 @@ func (s *Store) Audit(ctx context.Context, session, runID, kind string, data any
 		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
 	}
 	defer tx.Rollback()
+	r, err := appendAudit(ctx, tx, session, runID, runSeq, kind, body)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
+	}
+	return r, nil
+}
+
+// appendAudit appends a record in tx, which must be a write transaction.
+func appendAudit(ctx context.Context, tx *sql.Tx, session, runID string, runSeq int64, kind string, body []byte) (Record, error) {
 	var last sql.NullInt64
 	prev := genesis
 	var prevHash sql.NullString
 	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&last, &prevHash); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
+		return Record{}, err
 	}
 	if prevHash.Valid {
 		prev = prevHash.String
 	}
-	r := Record{Seq: last.Int64 + 1, Time: time.Now(), Session: session, RunID: runID, Kind: kind, Data: body, PrevHash: prev}
-	r.Hash = recordHash(prev, r.Seq, r.Time.UnixMilli(), session, runID, kind, body)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (seq, ts, session, run_id, kind, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.Seq, r.Time.UnixMilli(), session, runID, kind, string(body), prev, r.Hash); err != nil {
-		return Record{}, fmt.Errorf("audit %s: %w", kind, err)
+	r := Record{Seq: last.Int64 + 1, Time: time.Now(), Session: session, RunID: runID, RunSeq: runSeq, Kind: kind, Data: body, PrevHash: prev}
+	r.Hash = recordHash(prev, r.Seq, r.Time.UnixMilli(), session, runID, runSeq, kind, body)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (seq, ts, session, run_id, run_seq, kind, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Seq, r.Time.UnixMilli(), session, runID, runSeq, kind, string(body), prev, r.Hash); err != nil {
+		return Record{}, err
 	}
-	return r, tx.Commit()
+	return r, nil
 }
 
 // AuditLog returns the records of one session, or of all when session is "".
 func (s *Store) AuditLog(ctx context.Context, session string) ([]Record, error) {
-	q := `SELECT seq, ts, session, run_id, kind, data, prev_hash, hash FROM audit`
+	q := `SELECT seq, ts, session, run_id, run_seq, kind, data, prev_hash, hash FROM audit`
 	var args []any
 	if session != "" {
 		q += ` WHERE session = ?`
@@ -89,7 +115,7 @@ func (s *Store) AuditLog(ctx context.Context, session string) ([]Record, error) 
 		var r Record
 		var ts int64
 		var data string
-		if err := rows.Scan(&r.Seq, &ts, &r.Session, &r.RunID, &r.Kind, &data, &r.PrevHash, &r.Hash); err != nil {
+		if err := rows.Scan(&r.Seq, &ts, &r.Session, &r.RunID, &r.RunSeq, &r.Kind, &data, &r.PrevHash, &r.Hash); err != nil {
 			return nil, err
 		}
 		r.Time, r.Data = fromMillis(ts), json.RawMessage(data)
@@ -122,7 +148,7 @@ func (s *Store) VerifyAudit(ctx context.Context) (int, error) {
 			return i, &ChainError{Seq: r.Seq, Reason: fmt.Sprintf("expected record %d: records were deleted or inserted", i+1)}
 		case r.PrevHash != prev:
 			return i, &ChainError{Seq: r.Seq, Reason: "it does not follow the record before"}
-		case recordHash(prev, r.Seq, r.Time.UnixMilli(), r.Session, r.RunID, r.Kind, r.Data) != r.Hash:
+		case recordHash(prev, r.Seq, r.Time.UnixMilli(), r.Session, r.RunID, r.RunSeq, r.Kind, r.Data) != r.Hash:
 			return i, &ChainError{Seq: r.Seq, Reason: "its content does not match its hash"}
 		}
 		prev = r.Hash
@@ -130,8 +156,7 @@ func (s *Store) VerifyAudit(ctx context.Context) (int, error) {
 	return len(recs), nil
 }
 
-// CountAudit counts the records of a kind for a session since a time; the
-// rate limit uses it to carry a session's executions across processes.
+// CountAudit counts the records of a kind for a session since a time.
 func (s *Store) CountAudit(ctx context.Context, session, kind string, since time.Time) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit WHERE session = ? AND kind = ? AND ts >= ?`,

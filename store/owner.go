@@ -104,15 +104,8 @@ func (s *Store) OwnedSessions(ctx context.Context, owner string) ([]OwnedSession
 }
 
 // DeleteOwnedSession removes owner's session id and its turns (not its
-// audit records).
+// audit records), unless another live process holds its lease.
 func (s *Store) DeleteOwnedSession(ctx context.Context, owner, id string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id = ? AND id IN
-		(SELECT session_id FROM session_owners WHERE owner = ?)`, id, owner)
-	if err != nil {
-		return fmt.Errorf("delete session %q: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("session %q: %w", id, ErrNotFound)
-	}
-	return nil
+	return s.deleteWhere(ctx, id, `SELECT `+sessionCols+` FROM sessions s JOIN session_owners o ON o.session_id = s.id
+		WHERE s.id = ? AND o.owner = ?`, id, owner)
 }

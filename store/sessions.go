@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/codeagent/codeagent/procid"
 )
 
 // Session is a named workspace that turns build on.
@@ -80,13 +82,37 @@ func (s *Store) Sessions(ctx context.Context) ([]Session, error) {
 }
 
 // DeleteSession removes a session and its turns (not its audit records).
+// A session another live process holds a lease on is refused with a
+// *LeaseHeldError: its run would lose its turn and its workspace.
 func (s *Store) DeleteSession(ctx context.Context, name string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE name = ?`, name)
+	return s.deleteWhere(ctx, name, `SELECT `+sessionCols+` FROM sessions s WHERE s.name = ?`, name)
+}
+
+func (s *Store) deleteWhere(ctx context.Context, label, query string, args ...any) error {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("delete session %q: %w", name, err)
+		return fmt.Errorf("delete session %q: %w", label, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("session %q: %w", name, ErrNotFound)
+	defer tx.Rollback()
+	sess, err := scanSession(tx.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("session %q: %w", label, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete session %q: %w", label, err)
+	}
+	held, live, err := liveLease(ctx, tx, sess.ID)
+	if err != nil {
+		return fmt.Errorf("delete session %q: %w", label, err)
+	}
+	if live && held.Owner != procid.Self() {
+		return &LeaseHeldError{Session: sess.Name, Holder: held}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sess.ID); err != nil {
+		return fmt.Errorf("delete session %q: %w", label, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("delete session %q: %w", label, err)
 	}
 	return nil
 }

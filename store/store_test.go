@@ -34,7 +34,7 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 	}
 	defer s2.Close()
 	var v int
-	if err := s2.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 2 {
+	if err := s2.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 3 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	var mode string
@@ -122,9 +122,9 @@ func TestPrune(t *testing.T) {
 	old, _ := s.CreateSession(ctx, "old", "/a")
 	s.CreateSession(ctx, "new", "/b")
 	s.db.Exec(`UPDATE sessions SET updated_at = ? WHERE id = ?`, time.Now().Add(-10*24*time.Hour).UnixMilli(), old.ID)
-	names, err := s.PruneSessions(ctx, time.Now().Add(-7*24*time.Hour))
-	if err != nil || len(names) != 1 || names[0] != "old" {
-		t.Fatalf("pruned %v, %v", names, err)
+	names, skipped, err := s.PruneSessions(ctx, time.Now().Add(-7*24*time.Hour), nil)
+	if err != nil || len(names) != 1 || names[0] != "old" || len(skipped) != 0 {
+		t.Fatalf("pruned %v, skipped %v, %v", names, skipped, err)
 	}
 	left, _ := s.Sessions(ctx)
 	if len(left) != 1 || left[0].Name != "new" {

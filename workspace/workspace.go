@@ -19,8 +19,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/codeagent/codeagent/procid"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -41,6 +43,7 @@ func New(dir string) (*Workspace, error) {
 		if err != nil {
 			return nil, fmt.Errorf("create workspace: %w", err)
 		}
+		sweepOnce.Do(func() { _, _ = SweepTemp(base, "codeagent-ws-") })
 		return NewTemp(base, "codeagent-ws-")
 	}
 	abs, err := MkdirAll(dir, 0o755)
@@ -62,14 +65,24 @@ func NewBeneath(base, rel string) (*Workspace, error) {
 	return marked(&Workspace{Dir: dir})
 }
 
-// NewTemp creates a workspace with a fresh name starting with prefix in the
-// link-free directory base; Close removes it.
+var sweepOnce sync.Once
+
+// NewTemp creates a workspace with a fresh name starting with prefix and
+// this process's tag (see procid.Tag) in the link-free directory base;
+// Close removes it, and SweepTemp the ones a dead process left.
 func NewTemp(base, prefix string) (*Workspace, error) {
-	dir, err := MkdirTemp(base, prefix)
+	dir, err := MkdirTemp(base, procid.Prefix(prefix))
 	if err != nil {
 		return nil, fmt.Errorf("create workspace: %w", err)
 	}
 	return marked(&Workspace{Dir: dir, temp: true})
+}
+
+// SweepTemp removes the temporary workspaces named prefix+tag in base
+// whose process is dead (killed before its Close), never one of a live
+// process. It returns how many it removed.
+func SweepTemp(base, prefix string) (int, error) {
+	return procid.Sweep(base, prefix, os.RemoveAll)
 }
 
 // marked marks w's directory as a workspace (see sandbox.MarkWorkspace); a

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/workspace"
@@ -97,4 +98,20 @@ func removeSessionDir(dataDir, name string) error {
 	}
 	defer root.Close()
 	return root.RemoveAll(path.Join("sessions", name))
+}
+
+// removeServerSessionDir removes the directory of a session of the server
+// (the parent of its workspace, beneath DATA/server), never through a
+// link out of the data directory.
+func removeServerSessionDir(dataDir, ws string) error {
+	rel, err := filepath.Rel(dataDir, filepath.Dir(ws))
+	if err != nil || !strings.HasPrefix(rel, "server"+string(filepath.Separator)) || strings.Contains(rel, "..") {
+		return nil // not where the server keeps its sessions: leave it
+	}
+	root, err := os.OpenRoot(dataDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.RemoveAll(rel)
 }

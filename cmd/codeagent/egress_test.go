@@ -138,9 +138,9 @@ func TestRunRefusedHostInFeedbackAndAudit(t *testing.T) {
 	}
 	var conns []sandbox.ConnectionJSON
 	for _, r := range recs {
-		if r.Kind == "executed" {
+		if r.Kind == "exec_end" {
 			if r.Data.Egress == nil || r.Data.Egress.Resolve["api.test"] != addr {
-				t.Fatalf("executed record without the egress record: %+v", r.Data)
+				t.Fatalf("exec_end record without the egress record: %+v", r.Data)
 			}
 			conns = append(conns, r.Data.Egress.Connections...)
 		}

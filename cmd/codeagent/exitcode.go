@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
 )
 
@@ -17,6 +18,7 @@ const (
 	exitFailure  = 1   // the task or check did not succeed
 	exitUsage    = 2   // bad flags, arguments, files or configuration
 	exitProvider = 3   // the model provider failed after its retries
+	exitBusy     = 75  // the session is in use by another process (EX_TEMPFAIL)
 	exitTimeout  = 124 // the program ran out of wall-clock time
 	exitSandbox  = 125 // the sandbox could not be set up
 	exitMemory   = 137 // the program was killed for memory
@@ -59,6 +61,10 @@ func exitCodeFor(w io.Writer, err error) int {
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage
+	}
+	var held *store.LeaseHeldError
+	if errors.As(err, &held) {
+		return exitBusy
 	}
 	if isProviderError(err) && !errors.Is(err, context.Canceled) { // an interrupt is not the provider's failure
 		return exitProvider

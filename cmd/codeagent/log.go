@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,21 +34,7 @@ func runLog(ctx context.Context, s stdio, dataDir, session string, asJSON, verif
 	}
 	defer st.Close()
 	if verify {
-		n, err := st.VerifyAudit(ctx)
-		var ce *store.ChainError
-		if errors.As(err, &ce) {
-			return fmt.Errorf("%w (%d records before it are intact)", err, n)
-		}
-		if err != nil {
-			return err
-		}
-		recs, _ := st.AuditLog(ctx, "")
-		head := "none"
-		if len(recs) > 0 {
-			head = recs[len(recs)-1].Hash
-		}
-		fmt.Fprintf(s.out, "audit log intact: %d records, head %s\n", n, head)
-		return nil
+		return verifyLog(ctx, s, st)
 	}
 	recs, err := st.AuditLog(ctx, session)
 	if err != nil {
@@ -77,4 +64,45 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// verifyLog checks the hash chain (an edited, inserted or deleted record)
+// and then that no run's records are missing: a hole in a run's numbers,
+// an execution that started and has no end. An execution whose end is
+// unknown because its process died is reported, and does not fail.
+func verifyLog(ctx context.Context, s stdio, st *store.Store) error {
+	n, err := st.VerifyAudit(ctx)
+	var ce *store.ChainError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w (%d records before it are intact)", err, n)
+	}
+	if err != nil {
+		return err
+	}
+	gaps, err := st.AuditGaps(ctx)
+	if err != nil {
+		return err
+	}
+	var lost, notes []string
+	for _, g := range gaps {
+		if g.Explained {
+			notes = append(notes, "  "+termtext.Name(g.String()))
+		} else {
+			lost = append(lost, "  "+termtext.Name(g.String()))
+		}
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("audit log incomplete: the chain of its %d records is intact, but %d gap(s) show records that are missing:\n%s",
+			n, len(lost), strings.Join(append(lost, notes...), "\n"))
+	}
+	recs, _ := st.AuditLog(ctx, "")
+	head := "none"
+	if len(recs) > 0 {
+		head = recs[len(recs)-1].Hash
+	}
+	fmt.Fprintf(s.out, "audit log intact: %d records, head %s\n", n, head)
+	if len(notes) > 0 {
+		fmt.Fprintf(s.out, "%d execution(s) of runs whose process died have no end:\n%s\n", len(notes), strings.Join(notes, "\n"))
+	}
+	return nil
 }

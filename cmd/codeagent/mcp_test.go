@@ -283,7 +283,7 @@ func TestMCPExecuteCodeWithFilesAndImage(t *testing.T) {
 			kinds = append(kinds, r.Kind)
 		}
 	}
-	if strings.Join(kinds, ",") != "execute_code,executed" {
+	if strings.Join(kinds, ",") != "execute_code,exec_start,exec_end,executed" {
 		t.Fatalf("audit records: %v", kinds)
 	}
 	entries, _ := filepath.Glob(filepath.Join(c.tmp, "codeagent-mcp-*"))

@@ -9,14 +9,12 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
-	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
@@ -49,6 +47,7 @@ type runOptions struct {
 	Backend         string
 	AllowWeak       bool
 	Session         string // continue (or start) this session
+	Wait            bool   // wait for a session another process is running
 	DataDir         string
 	Manifest        string
 	Net             networkFlags
@@ -89,6 +88,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	fs.StringVar(&o.Session, "session", "", "continue this session (same workspace, earlier turns in context); created if new")
+	fs.BoolVar(&o.Wait, "wait", false, "with --session: wait while another process runs the session instead of failing")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
 	o.Net.register(fs)
@@ -124,6 +124,8 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 		return usagef("--events - and --json both want stdout: write the events to a file")
 	case o.Session != "" && o.Workdir != "":
 		return usagef("--session and --workdir exclude each other: a session keeps its own workspace")
+	case o.Wait && o.Session == "":
+		return usagef("--wait is for --session: only a session can be in use by another process")
 	}
 	if o.Session != "" {
 		if err := checkSessionName(o.Session); err != nil {
@@ -164,7 +166,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		return nil, err
 	}
 	defer st.Close()
-	sess, history, err := openSession(ctx, st, dataDir, o.Session)
+	sess, err := ensureSession(ctx, st, dataDir, o.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -182,20 +184,8 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 			return nil, usagef("--out %s: %w", o.Out, err)
 		}
 	}
-	var ws *workspace.Workspace
-	if sess != nil {
-		ws, err = openSessionWorkspace(dataDir, sess.Name)
-	} else {
-		ws, err = workspace.New(o.Workdir)
-	}
-	if err != nil {
-		return nil, usageError{err}
-	}
-	defer ws.Close()
-	for _, f := range o.Files {
-		if _, err := ws.CopyIn(f, maxInputFile); err != nil {
-			return nil, usageError{err}
-		}
+	if err := checkInputs(o.Files); err != nil {
+		return nil, err
 	}
 	logger := newLogger(s.err)
 	backend := o.Backend
@@ -215,11 +205,6 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	if m != nil {
 		perMinute = m.Agent.Limits.ExecutionsPerMinute
 	}
-	limited := ratelimit.New(sb, perMinute)
-	if sess != nil {
-		recent, _ := st.CountAudit(ctx, sess.Name, "executed", time.Now().Add(-time.Minute))
-		limited.Spend(recent)
-	}
 	checker, err := safety.New(policy)
 	if err != nil {
 		return nil, err
@@ -235,35 +220,60 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		return nil, err
 	}
 	defer closeEvents()
-	turn := store.Turn{}
-	sessName := ""
+	// The session's lease comes before its workspace is touched.
+	run, err := session.Start(ctx, session.Options{Store: st, Session: sess, Task: o.Task, Purpose: "codeagent run",
+		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
+		Sandbox: sb, PerMinute: perMinute, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	var ws *workspace.Workspace
 	if sess != nil {
-		if turn, err = st.BeginTurn(ctx, sess.ID, o.Task); err != nil {
-			return nil, err
+		ws, err = openSessionWorkspace(dataDir, sess.Name)
+	} else {
+		ws, err = workspace.New(o.Workdir)
+	}
+	if err != nil {
+		run.Close()
+		return nil, usageError{err}
+	}
+	defer ws.Close()
+	for _, f := range o.Files {
+		if _, err := ws.CopyIn(f, maxInputFile); err != nil {
+			run.Close()
+			return nil, usageError{err}
 		}
-		sessName = sess.Name
 	}
-	runID := turn.ID
-	if runID == "" {
-		runID = newRunID()
-	}
-	rec := session.NewRecorder(ctx, st, sessName, turn.ID, runID, logger)
-	obs = agent.Observers(obs, rec)
 	a, err := agent.New(agent.Config{
 		MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
 		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
 		Secrets: []string{cfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)},
-	}, agent.Deps{Provider: provider, Sandbox: limited, Checker: checker, Logger: logger, Observer: obs})
+	}, agent.Deps{Provider: provider, Sandbox: run.Sandbox, Checker: checker, Logger: logger, Observer: agent.Observers(obs, run.Rec)})
 	if err != nil {
+		run.Close()
 		return nil, usageError{err}
 	}
-	res, err := a.Run(ctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode, History: history})
+	rctx, err := run.Begin(ctx)
+	if err != nil {
+		run.Close()
+		return nil, err
+	}
+	res, err := a.Run(rctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode, History: run.History})
 	if n := meter.Requests(); n > 0 { // the meter also counts retried requests
 		u := meter.Total()
 		res.Usage = agent.Usage{Requests: n, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total()}
 	}
-	if sess != nil {
-		finishTurn(ctx, st, turn, res, rec, ws.Dir, logger)
+	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil {
+		var ae *session.AuditError
+		if errors.As(ferr, &ae) {
+			res.Success, res.Message = false, ae.Error()
+		}
+		switch {
+		case err == nil:
+			err = ferr
+		case !errors.As(err, &ae):
+			err = errors.Join(err, ferr)
+		}
 	}
 	if o.Out != "" {
 		// The program goes along only when it succeeded: after a rejected

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"log/slog"
+	"os"
 
-	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
 )
 
@@ -64,48 +60,38 @@ func (o *runOptions) applyManifest() (*manifest.Manifest, *safety.Policy, error)
 	return m, policy, nil
 }
 
-// openSession returns the named session (created if new) and the summary
-// of its earlier turns, or nil when name is "". Turns left running by a
-// killed process are marked interrupted first.
-func openSession(ctx context.Context, st *store.Store, dataDir, name string) (*store.Session, string, error) {
+// ensureSession returns the named session, created if new, or nil when
+// name is "".
+func ensureSession(ctx context.Context, st *store.Store, dataDir, name string) (*store.Session, error) {
 	if name == "" {
-		return nil, "", nil
+		return nil, nil
 	}
 	sess, err := st.SessionByName(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		sess, err = st.CreateSession(ctx, name, sessionWorkspace(dataDir, name))
+		if err != nil { // another process may have created it meanwhile
+			sess, err = st.SessionByName(ctx, name)
+		}
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	if err := st.MarkInterrupted(ctx, sess.ID); err != nil {
-		return nil, "", err
-	}
-	turns, err := st.Turns(ctx, sess.ID)
-	if err != nil {
-		return nil, "", err
-	}
-	return &sess, session.Summary(turns), nil
+	return &sess, nil
 }
 
-// finishTurn records the outcome of a session's turn. A failure to record
-// is logged: the run itself is done.
-func finishTurn(ctx context.Context, st *store.Store, t store.Turn, res *agent.Result, rec *session.Recorder, dir string, log *slog.Logger) {
-	t.Status = store.TurnFailed
-	if res.Success {
-		t.Status = store.TurnSucceeded
+// checkInputs refuses --file arguments that could not be copied in, before
+// anything is recorded: CopyIn checks them again.
+func checkInputs(files []string) error {
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		switch {
+		case err != nil:
+			return usagef("--file: %w", err)
+		case !fi.Mode().IsRegular():
+			return usagef("--file %s is not a regular file", f)
+		case fi.Size() > maxInputFile:
+			return usagef("--file %s is larger than %s", f, sandbox.FormatSize(maxInputFile))
+		}
 	}
-	t.Code, t.Output, t.Attempts = res.Code, res.Output, res.Attempts
-	t.InputTokens, t.OutputTokens = res.Usage.InputTokens, res.Usage.OutputTokens
-	t.ModelTime, t.SandboxTime = rec.Totals()
-	t.Artifacts = session.ArtifactRecords(dir, res.Artifacts)
-	if err := st.FinishTurn(context.WithoutCancel(ctx), t); err != nil {
-		log.Warn("record turn", "err", err)
-	}
-}
-
-func newRunID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return nil
 }

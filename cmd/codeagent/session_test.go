@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,7 +83,8 @@ func TestLogVerifyDetectsEdit(t *testing.T) {
 		t.Fatalf("run: %d %s %s", code, out, errOut)
 	}
 	code, out, _ := runCLI(t, "", "log", "--verify", "--data-dir", data)
-	if code != 0 || !strings.Contains(out, "audit log intact: 5 records") {
+	// generated, checked, exec_start, exec_end, executed, verified, done
+	if code != 0 || !strings.Contains(out, "audit log intact: 7 records") {
 		t.Fatalf("verify: %d %s", code, out)
 	}
 	db, err := sql.Open("sqlite", filepath.Join(data, "codeagent.db"))
@@ -94,7 +96,7 @@ func TestLogVerifyDetectsEdit(t *testing.T) {
 	}
 	db.Close()
 	code, _, errOut := runCLI(t, "", "log", "--verify", "--data-dir", data)
-	if code != exitFailure || !strings.Contains(errOut, "tampered with at record 3") {
+	if code != exitFailure || !strings.Contains(errOut, "tampered with at record 5") {
 		t.Fatalf("edited record: exit %d, %q", code, errOut)
 	}
 }
@@ -163,12 +165,21 @@ func TestRunKilled(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 
-	if code, out, errOut := runCLI(t, "", "log", "--verify", "--data-dir", data); code != 0 {
+	// The chain is intact, but the execution under way has no end: the
+	// log says so, naming the process that is gone.
+	code, out, errOut := runCLI(t, "", "log", "--verify", "--data-dir", data)
+	if code != exitFailure || !strings.Contains(errOut, "chain of its 3 records is intact") ||
+		!strings.Contains(errOut, "execution 1 has no end record, and its process (pid "+strconv.Itoa(cmd.Process.Pid)) {
 		t.Fatalf("verify after kill: %d %s %s", code, out, errOut)
 	}
-	code, out, errOut := runCLI(t, "", append([]string{"run", "--data-dir", data, "--session", "k", "--json"}, append(flags, "say something")...)...)
+	code, out, errOut = runCLI(t, "", append([]string{"run", "--data-dir", data, "--session", "k", "--json"}, append(flags, "say something")...)...)
 	if code != 0 {
 		t.Fatalf("the next run failed: %d %s %s", code, out, errOut)
+	}
+	// The next run, holding the session, closed the dead run's record.
+	code, out, errOut = runCLI(t, "", "log", "--verify", "--data-dir", data)
+	if code != 0 || !strings.Contains(out, "audit log intact") || !strings.Contains(out, "the run was interrupted when its process died") {
+		t.Fatalf("verify after the next run: %d %s %s", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "", "sessions", "show", "k", "--data-dir", data)
 	if code != 0 || !strings.Contains(out, "turn 1 · interrupted") || !strings.Contains(out, "turn 2 · succeeded") {

@@ -86,11 +86,15 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 		if err != nil {
 			return notFoundIsUsage(err)
 		}
-		if err := st.DeleteSession(ctx, sess.Name); err != nil {
+		// Under the session's lease: a session a live process is running
+		// is refused, and none can start while it goes.
+		if err := st.RemoveSession(ctx, sess, func(sess store.Session) error {
+			if err := removeSessionDir(dataDir, sess.Name); err != nil {
+				return fmt.Errorf("remove workspace: %w", err)
+			}
+			return nil
+		}); err != nil {
 			return err
-		}
-		if err := removeSessionDir(dataDir, sess.Name); err != nil {
-			return fmt.Errorf("remove workspace: %w", err)
 		}
 		fmt.Fprintf(s.out, "removed session %s\n", termtext.Name(sess.Name))
 		return nil
@@ -99,15 +103,19 @@ func runSessions(ctx context.Context, s stdio, o sessionsOptions) error {
 	if err != nil {
 		return err
 	}
-	names, err := st.PruneSessions(ctx, time.Now().Add(-age))
-	if err != nil {
-		return err
-	}
+	names, skipped, err := st.PruneSessions(ctx, time.Now().Add(-age), func(sess store.Session) error {
+		if strings.HasPrefix(sess.Name, "@") { // the server's: beneath server/
+			return removeServerSessionDir(dataDir, sess.Workspace)
+		}
+		return removeSessionDir(dataDir, sess.Name)
+	})
 	for _, n := range names {
-		_ = removeSessionDir(dataDir, n)
 		fmt.Fprintf(s.out, "removed session %s\n", termtext.Name(n))
 	}
-	return nil
+	for _, h := range skipped {
+		fmt.Fprintf(s.out, "kept session %s: in use by %s\n", termtext.Name(h.Session), h.Holder.Owner.Describe())
+	}
+	return err
 }
 
 func notFoundIsUsage(err error) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
+	"github.com/codeagent/codeagent/procid"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -236,52 +237,15 @@ func (b *Backend) kill(bx *box) error {
 	return err
 }
 
-// ownerID identifies this process across processes and reboots: the host
-// name, the kernel's boot id, the pid and its start time.
-func ownerID() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%s/%d/%s", host, bootID(), os.Getpid(), startTime(os.Getpid()))
-}
-
-func bootID() string {
-	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return strings.TrimSpace(string(b))
-}
-
-// startTime is field 22 of /proc/PID/stat, or "" when pid does not exist.
-func startTime(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
+// ownerID identifies this process across processes and reboots (see
+// procid): host, boot id, pid and its start time.
+func ownerID() string { return procid.Self().String() }
 
 // ownerAlive reports whether the process that owner names still runs, or
 // may run: owners on another host are assumed alive.
 func ownerAlive(owner string) bool {
-	f := strings.Split(owner, "/")
-	if len(f) != 4 {
-		return false
-	}
-	host, _ := os.Hostname()
-	if f[0] != host {
-		return true
-	}
-	if f[1] != bootID() {
-		return false
-	}
-	pid, err := strconv.Atoi(f[2])
-	return err == nil && startTime(pid) == f[3] && f[3] != ""
+	o, err := procid.Parse(owner)
+	return err == nil && o.Alive()
 }
 
 // sweep removes containers with codeagent's label whose owner is gone, and

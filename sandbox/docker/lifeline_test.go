@@ -102,8 +102,11 @@ func TestContainersEndWithTheirOwner(t *testing.T) {
 		}
 		return n
 	}
-	if n := running(); n < 2 {
-		t.Fatalf("%d containers of the owner run; want the program's and idle ones", n)
+	for deadline := time.Now().Add(30 * time.Second); running() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d containers of the owner run; want the program's and idle ones", running())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -43,6 +44,9 @@ func procMasks(mnt string) []string {
 		fi, err := os.Lstat(p)
 		switch {
 		case err != nil:
+		case fi.Mode().Perm()&0o044 == 0 && ownedByRoot(fi):
+			// Root-only, and programs never run as root: closed to them
+			// already, so no mount (each costs about 0.1 ms per start).
 		case fi.IsDir():
 			args = append(args, "--ro-bind", mnt+"/empty", p)
 		default:
@@ -89,7 +93,7 @@ const (
 // workspace is the directory bwrap binds at /workspace; mapIDs says that
 // codeagent writes the user namespace's id maps (see writeIDMaps), which
 // bwrap then waits for.
-func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, mapIDs bool) []string {
+func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, mapIDs bool, tmp []tmpFile) []string {
 	size := strconv.FormatInt(lim.Disk, 10)
 	shm := strconv.FormatInt(min(lim.Disk, lim.Memory), 10)
 	uid := strconv.Itoa(sandboxUID)
@@ -126,6 +130,7 @@ func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace s
 	for i, f := range spec.Files {
 		args = append(args, "--ro-bind-data", strconv.Itoa(fdData+i), f.Path)
 	}
+	args = append(args, tmpFileOptions(tmp, fdData+len(spec.Files))...)
 	return append(args, "--remount-ro", "/", "--chdir", sandbox.WorkspacePath)
 }
 
@@ -146,4 +151,9 @@ func environ(extra map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func ownedByRoot(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == 0
 }

@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codeagent/codeagent/procid"
+
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -91,6 +93,10 @@ func randomID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// runCgroupID names a run's cgroup: this process's tag (see procid.Tag),
+// so that a later process knows whose it is, and a random part.
+func runCgroupID() string { return procid.Self().Tag() + "-" + randomID() }
 
 // mountInfo is one cgroup mount of /proc/self/mountinfo.
 type mountInfo struct {
@@ -280,10 +286,11 @@ func removeDir(dir string) error {
 	return fmt.Errorf("remove cgroup %s: %w", dir, err)
 }
 
-// sweepStale removes empty run cgroups left under parent by a crashed
-// process. Only groups older than a minute are touched, so that a group
-// another process has just created is left alone; a group still in use
-// cannot be removed (EBUSY) and stays.
+// sweepStale removes the run cgroups left under parent by a crashed
+// process: those named with a dead process's tag at once (killing what is
+// left in them), untagged ones (of an older codeagent) once empty and
+// older than a minute, so that a group another process has just created
+// is left alone. Groups of live processes are never touched.
 func sweepStale(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -293,8 +300,17 @@ func sweepStale(parent string) {
 		if !e.IsDir() {
 			continue
 		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
-			_ = unix.Rmdir(filepath.Join(parent, e.Name()))
+		dir := filepath.Join(parent, e.Name())
+		alive, tagged := procid.TagAlive(e.Name(), "")
+		switch {
+		case tagged && !alive:
+			killProcs(filepath.Join(dir, "cgroup.procs"))
+			_ = removeDir(dir)
+		case tagged:
+		default:
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
+				_ = unix.Rmdir(dir)
+			}
 		}
 	}
 }

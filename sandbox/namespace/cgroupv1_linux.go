@@ -54,7 +54,7 @@ func newCgroupV1(mounts []mountInfo, self map[string]string) (*cgroupV1, error) 
 func (c *cgroupV1) Version() int { return 1 }
 
 func (c *cgroupV1) New(lim cgroupLimits) (runCgroup, error) {
-	id := randomID()
+	id := runCgroupID()
 	r := &v1Run{id: id, dirs: map[string]string{}}
 	made := map[string]bool{}
 	for ctrl, parent := range c.parents {

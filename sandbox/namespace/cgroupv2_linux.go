@@ -54,7 +54,7 @@ func newCgroupV2(m mountInfo, own string) (*cgroupV2, error) {
 func (c *cgroupV2) Version() int { return 2 }
 
 func (c *cgroupV2) New(lim cgroupLimits) (runCgroup, error) {
-	id := randomID()
+	id := runCgroupID()
 	dir := filepath.Join(c.parent, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create cgroup: %w", err)

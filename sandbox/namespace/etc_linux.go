@@ -9,7 +9,28 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/codeagent/codeagent/procid"
 )
+
+// Prefixes of the backend's directories; each name also carries its
+// process's tag (see procid.Tag), so that New removes those a dead process
+// left and never those of a live one.
+const (
+	etcPrefix = "codeagent-etc-"
+	mntPrefix = "codeagent-mnt-"
+)
+
+// sweepLeftovers removes the prepared /etc and mount directories that
+// dead processes left in base.
+func sweepLeftovers(base string) int {
+	n := 0
+	for _, p := range []string{etcPrefix, mntPrefix} {
+		k, _ := procid.Sweep(base, p, nil)
+		n += k
+	}
+	return n
+}
 
 // etcEntries are the host's /etc entries a runtime needs (dynamic linker,
 // time zone, alternatives symlinks, fonts, Python and matplotlib settings).
@@ -36,7 +57,7 @@ var etcSynthesized = map[string]string{
 // execution instead of one per file. The copy reflects the host's /etc when
 // the backend was created.
 func prepareEtc(tmp string) (string, error) {
-	dir, err := os.MkdirTemp(tmp, "codeagent-etc-")
+	dir, err := os.MkdirTemp(tmp, procid.Prefix(etcPrefix))
 	if err != nil {
 		return "", err
 	}

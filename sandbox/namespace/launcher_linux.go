@@ -40,13 +40,19 @@ type launcher struct {
 }
 
 // launcherKey identifies launchers that can serve a spec.
-func launcherKey(spec sandbox.Spec) string {
-	return strconv.Itoa(len(spec.Files)) + "\x00" + strings.Join(spec.Command, "\x00")
+func (b *Backend) launcherKey(spec sandbox.Spec) string {
+	return strconv.Itoa(b.dataFiles(spec)) + "\x00" + strings.Join(spec.Command, "\x00")
+}
+
+// dataFiles is how many files bwrap reads from descriptors for spec: its
+// Files, then its files in /tmp.
+func (b *Backend) dataFiles(spec sandbox.Spec) int {
+	return len(spec.Files) + len(b.tmpFilesFor(spec))
 }
 
 // newLauncher starts bwrap for spec's command and number of files.
 func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
-	l := &launcher{key: launcherKey(spec), moved: make(chan struct{})}
+	l := &launcher{key: b.launcherKey(spec), moved: make(chan struct{})}
 	var child []*os.File // bwrap's descriptors 3, 4, ...
 	var std [3]*os.File  // bwrap's stdin, stdout, stderr
 	var err error
@@ -69,7 +75,7 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	child = append(child, r)
 	r, l.usernsW = pipe()
 	child = append(child, r)
-	for range spec.Files {
+	for range b.dataFiles(spec) {
 		var w *os.File
 		r, w = pipe()
 		child = append(child, r)
@@ -126,7 +132,7 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 }
 
 // start hands bwrap its options and the contents it reads during setup.
-func (l *launcher) start(opts []string, seccomp []byte, files []sandbox.File, stdin io.Reader) {
+func (l *launcher) start(opts []string, seccomp []byte, files []sandbox.File, tmp []tmpFile, stdin io.Reader) {
 	var buf bytes.Buffer
 	for _, a := range opts {
 		buf.WriteString(a)
@@ -140,6 +146,11 @@ func (l *launcher) start(opts []string, seccomp []byte, files []sandbox.File, st
 		for i, f := range files {
 			_, _ = l.dataW[i].Write(f.Data)
 			_ = l.dataW[i].Close()
+		}
+		for i, f := range tmp {
+			w := l.dataW[len(files)+i]
+			_, _ = w.Write(f.data)
+			_ = w.Close()
 		}
 	}()
 	if stdin == nil {

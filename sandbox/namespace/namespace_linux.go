@@ -34,6 +34,7 @@ type Backend struct {
 	cgroups cgroupManager // nil: rlimits only
 	etc     string        // the prepared /etc
 	mnt     string        // the workspace mount point and /proc masks
+	mpl     *tmpFile      // matplotlib's font list for Python sandboxes, or nil
 	hostUID int           // the host uid of programs when root, else -1
 
 	bg          sync.WaitGroup // cleanups and refills under way
@@ -88,6 +89,9 @@ func New(cfg Config) (*Backend, error) {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
 		}
 	}
+	if n := sweepLeftovers(base); n > 0 {
+		log.Info("removed the directories of sandbox backends whose process died", "dir", base, "removed", n)
+	}
 	etcBase := base
 	if hostUID < 0 {
 		if c := userCacheBase(); c != "" {
@@ -107,6 +111,7 @@ func New(cfg Config) (*Backend, error) {
 	if rep.CgroupVersion > 0 {
 		b.cgroups = mgr
 	}
+	b.mpl = b.prepareMplCache(etcBase)
 	return b, nil
 }
 
@@ -194,7 +199,8 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
 	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
 	drained := l.collect(stdout, stderr)
-	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot()), r.b.seccomp, r.spec.Files, r.spec.Stdin)
+	tmp := r.b.tmpFilesFor(r.spec)
+	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot(), tmp), r.b.seccomp, r.spec.Files, tmp, r.spec.Stdin)
 
 	childPid, err := readChildPid(l.infoR)
 	if err == nil {

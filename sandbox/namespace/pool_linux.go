@@ -17,7 +17,7 @@ func (b *Backend) launcher(spec sandbox.Spec) (*launcher, error) {
 	if b.cfg.Warm <= 0 {
 		return b.newLauncher(spec)
 	}
-	key := launcherKey(spec)
+	key := b.launcherKey(spec)
 	b.mu.Lock()
 	var l *launcher
 	if b.poolKey == key && len(b.pool) > 0 {
@@ -61,7 +61,7 @@ func (b *Backend) background(fn func()) {
 
 // refill starts launchers for spec until the pool is full.
 func (b *Backend) refill(spec sandbox.Spec) {
-	key := launcherKey(spec)
+	key := b.launcherKey(spec)
 	for {
 		b.mu.Lock()
 		full := b.closed || b.poolKey != key || len(b.pool)+b.starting >= b.cfg.Warm

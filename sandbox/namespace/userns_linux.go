@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/procid"
 )
 
 // Run as root, the backend does not let programs act as host root. bwrap
@@ -74,7 +76,7 @@ func (b *Backend) mountPoint() string { return filepath.Join(b.mnt, "ws") }
 // prepareMountDir makes the backend's directory for the workspace mount
 // point and the files that mask /proc entries.
 func prepareMountDir(tmp string) (string, error) {
-	dir, err := os.MkdirTemp(tmp, "codeagent-mnt-")
+	dir, err := os.MkdirTemp(tmp, procid.Prefix(mntPrefix))
 	if err != nil {
 		return "", err
 	}

@@ -28,9 +28,10 @@ func TestLimit(t *testing.T) {
 	defer l.Close()
 	ws := t.TempDir()
 	ctx := context.Background()
-	for i := range 120 {
-		l.lim.Allow() // spend the burst without running 120 programs
-		_ = i
+	for range 120 { // spend the burst without running 120 programs
+		if r, _ := l.bucket.Take(ctx, 0); !r.OK {
+			t.Fatal("the burst was refused")
+		}
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
@@ -55,7 +56,34 @@ func TestLimit(t *testing.T) {
 
 func TestDefault(t *testing.T) {
 	l := New(nil, 0)
-	if l.perMinute != DefaultPerMinute || l.lim.Burst() != DefaultPerMinute {
-		t.Fatalf("default %d burst %d", l.perMinute, l.lim.Burst())
+	if l.perMinute != DefaultPerMinute {
+		t.Fatalf("default %d", l.perMinute)
+	}
+	for range DefaultPerMinute {
+		if r, _ := l.bucket.Take(context.Background(), 0); !r.OK {
+			t.Fatal("the default burst is smaller than the limit")
+		}
+	}
+	if r, _ := l.bucket.Take(context.Background(), 0); r.OK {
+		t.Fatal("the default burst is larger than the limit")
+	}
+}
+
+// TestCancelledWaitGivesBack: a wait cut short by its context returns its
+// token, so the next caller is not charged for an execution that never ran.
+func TestCancelledWaitGivesBack(t *testing.T) {
+	l := New(nil, 60) // one a second
+	ctx := context.Background()
+	for range 60 {
+		l.bucket.Take(ctx, 0)
+	}
+	c, cancel := context.WithCancel(ctx)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := l.Run(c, sandbox.Spec{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v", err)
+	}
+	r, _ := l.bucket.Take(ctx, time.Hour)
+	if !r.OK || r.Wait > 1100*time.Millisecond {
+		t.Fatalf("after a cancelled wait the next token is %v away", r.Wait)
 	}
 }
