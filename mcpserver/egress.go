@@ -1,8 +1,6 @@
 package mcpserver
 
 import (
-	"sync"
-
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
@@ -37,25 +35,17 @@ func (s *Server) network(allow []string) (*sandbox.Network, error) {
 	return nw, nil
 }
 
-// netChecker checks run_task's programs when it has a network: the
+// checkerFor is the checker of run_task's programs: with a network, the
 // server's policy with HTTP clients allowed, built when first needed.
-type netChecker struct {
-	once sync.Once
-	c    *safety.Checker
-	err  error
-}
-
 func (s *Server) checkerFor(nw *sandbox.Network) (*safety.Checker, error) {
 	if nw == nil {
 		return s.checker, nil
 	}
-	s.netChk.once.Do(func() {
+	return s.netChk.Get(func() (*safety.Policy, error) {
 		p, err := manifestPolicy(s.deps.Manifest)
 		if err != nil {
-			s.netChk.err = err
-			return
+			return nil, err
 		}
-		s.netChk.c, s.netChk.err = safety.New(p.WithNetwork())
+		return p.WithNetwork(), nil
 	})
-	return s.netChk.c, s.netChk.err
 }

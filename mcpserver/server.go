@@ -163,7 +163,7 @@ type Server struct {
 	log     *slog.Logger
 	mcp     *mcp.Server
 	checker *safety.Checker
-	netChk  netChecker
+	netChk  safety.Lazy // the checker of run_task with a network
 	ownChk  bool
 	langs   []string // languages execute_code and run_task accept
 
@@ -244,10 +244,7 @@ func (s *Server) Close() error {
 		s.checker.Close()
 		s.ownChk = false
 	}
-	if s.netChk.c != nil {
-		s.netChk.c.Close()
-		s.netChk.c = nil
-	}
+	s.netChk.Close()
 	return nil
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"math"
-	"sync"
 
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/safety"
@@ -57,15 +56,9 @@ func (s *Server) network(n *networkRequest) (*sandbox.Network, error) {
 	return nw, nil
 }
 
-// netChecker is the checker of runs with a network: the server's policy
+// checkerFor is the checker of a run: with a network, the server's policy
 // with HTTP clients allowed (safety.Policy.WithNetwork), built when first
 // needed.
-type netChecker struct {
-	once sync.Once
-	c    *safety.Checker
-	err  error
-}
-
 func (s *Server) checkerFor(nw *sandbox.Network) (*safety.Checker, error) {
 	if nw == nil {
 		return s.checker, nil
@@ -73,6 +66,5 @@ func (s *Server) checkerFor(nw *sandbox.Network) (*safety.Checker, error) {
 	if s.deps.NetChecker != nil {
 		return s.deps.NetChecker, nil
 	}
-	s.netChk.once.Do(func() { s.netChk.c, s.netChk.err = safety.New(s.deps.Policy.WithNetwork()) })
-	return s.netChk.c, s.netChk.err
+	return s.netChk.Get(func() (*safety.Policy, error) { return s.deps.Policy.WithNetwork(), nil })
 }

@@ -219,7 +219,7 @@ type Server struct {
 	// uploadLocks gives each session's uploads their turn (quotas).
 	uploadLocks sessionLocks
 	checker     *safety.Checker
-	netChk      netChecker
+	netChk      safety.Lazy // the checker of runs with a network
 	ownChk      bool
 	closeChk    sync.Once
 	handler     http.Handler
@@ -330,9 +330,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.ownChk {
 		s.closeChk.Do(s.checker.Close)
 	}
-	if s.netChk.c != nil {
-		s.netChk.c.Close()
-	}
+	s.netChk.Close()
 	return nil
 }
 
