@@ -54,6 +54,7 @@ func printDoctor(w io.Writer, r namespace.Report) {
 	fmt.Fprintf(w, "memory limit by:   %s\n", r.MemoryLimit)
 	fmt.Fprintf(w, "process limit by:  %s\n", r.ProcessLimit)
 	fmt.Fprintf(w, "CPU limit by:      %s\n", r.CPULimit)
+	fmt.Fprintf(w, "disk limit by:     %s\n", r.DiskLimit)
 	fmt.Fprintf(w, "running as root:   %s\n", yes(r.Root))
 	fmt.Fprintf(w, "programs run as:   host uid %d (%s)\n", r.ProgramUID, r.ProgramUIDNote)
 	backend := "namespace (bubblewrap)"

@@ -1,9 +1,7 @@
 package docker
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -81,44 +79,4 @@ func (b *budget) note(res *sandbox.Result, lim sandbox.Limits) {
 		what = "1 entry was"
 	}
 	res.Message += "; " + what + " not copied back to the workspace, which would have grown past the limit"
-}
-
-// copyContent copies the regular file in to out, which is empty, leaving
-// holes where in has holes or blocks of zeros, so that a sparse file stays
-// sparse, and gives out in's size.
-func copyContent(out, in *os.File) error {
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	size := fi.Size()
-	buf := make([]byte, 128<<10)
-	zero := make([]byte, len(buf))
-	for off := int64(0); off < size; {
-		start, end, err := dataRange(in, off, size)
-		if err != nil {
-			return err
-		}
-		if start >= size {
-			break
-		}
-		for p := start; p < end; {
-			n, err := in.ReadAt(buf[:min(int64(len(buf)), end-p)], p)
-			if n > 0 && !bytes.Equal(buf[:n], zero[:n]) {
-				if _, werr := out.WriteAt(buf[:n], p); werr != nil {
-					return werr
-				}
-			}
-			p += int64(n)
-			if err == io.EOF {
-				end = p
-				break
-			}
-			if err != nil {
-				return err
-			}
-		}
-		off = end
-	}
-	return out.Truncate(size)
 }

@@ -58,7 +58,7 @@ func TestConformance(t *testing.T) {
 	for _, warm := range []int{0, 2} {
 		t.Run(fmt.Sprintf("Warm%d", warm), func(t *testing.T) {
 			b := newTestBackend(t, Config{Warm: warm})
-			sandboxtest.Run(t, b)
+			sandboxtest.RunWith(t, b, sandboxtest.Features{CopyBack: true})
 			if err := b.Close(); err != nil {
 				t.Fatal(err)
 			}

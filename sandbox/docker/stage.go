@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/codeagent/codeagent/sandbox/internal/sparse"
 )
 
 // maxEntries bounds the entries a program may leave in its workspace.
@@ -136,7 +138,7 @@ func copyOpened(in *os.File, dst string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := copyContent(out, in); err != nil {
+	if err := sparse.Copy(out, in); err != nil {
 		out.Close()
 		return err
 	}
@@ -206,7 +208,9 @@ func stageOut(src, ws string, snap snapshot, modes map[string]fs.FileMode) error
 		if last != "" && strings.HasPrefix(rel, last+"/") {
 			continue // inside a directory already removed
 		}
-		if err := wr.RemoveAll(rel); err != nil {
+		// ENOTDIR: a directory above was replaced by a file, which took
+		// the entry with it.
+		if err := wr.RemoveAll(rel); err != nil && !errors.Is(err, syscall.ENOTDIR) {
 			return fmt.Errorf("remove %s from the workspace: %w", rel, err)
 		}
 		last = rel
@@ -291,7 +295,7 @@ func syncEntry(sr, wr *os.Root, rel string, fi fs.FileInfo, perm fs.FileMode, sa
 		if err != nil {
 			return err
 		}
-		if err := copyContent(out, in); err != nil {
+		if err := sparse.Copy(out, in); err != nil {
 			out.Close()
 			return err
 		}

@@ -58,6 +58,56 @@ func BenchmarkOverheadWarm(b *testing.B) {
 	benchOverhead(b, sb)
 }
 
+// BenchmarkOverheadWarmOverlay compares, interleaved in one run, warm
+// executions on an overlay workspace (the default as root) with warm
+// executions on the workspace bound itself (Config.PlainWorkspace, as
+// before overlays): the cost of the overlay's mount, the upper layer's
+// preparation at run time and an empty merge.
+func BenchmarkOverheadWarmOverlay(b *testing.B) { benchOverlay(b, 2) }
+
+// BenchmarkOverheadOverlay is the same cold: each execution also makes
+// its upper file system (mke2fs, a loop device, a mount).
+func BenchmarkOverheadOverlay(b *testing.B) { benchOverlay(b, 0) }
+
+func benchOverlay(b *testing.B, warm int) {
+	over, err := New(Config{Warm: warm})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer over.Close()
+	if over.ReactiveDisk() {
+		b.Skip("no overlay workspaces here")
+	}
+	plain, err := New(Config{Warm: warm, PlainWorkspace: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	ws := b.TempDir()
+	var tOver, tPlain []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		first, second := over, plain
+		if i%2 == 1 {
+			first, second = plain, over
+		}
+		for _, sb := range []*Backend{first, second} {
+			sb.quiesce()
+			t0 := time.Now()
+			runSandboxed(b, sb, ws)
+			if sb == over {
+				tOver = append(tOver, time.Since(t0))
+			} else {
+				tPlain = append(tPlain, time.Since(t0))
+			}
+		}
+	}
+	mo, mp := median(tOver), median(tPlain)
+	b.ReportMetric(float64(mo.Microseconds())/1000, "overlay-median-ms")
+	b.ReportMetric(float64(mp.Microseconds())/1000, "plain-median-ms")
+	b.ReportMetric(float64((mo-mp).Microseconds())/1000, "overlay-cost-ms")
+}
+
 // BenchmarkOverheadWithoutCgroup is the same with rlimits only, to show what
 // the cgroup costs on this host.
 func BenchmarkOverheadWithoutCgroup(b *testing.B) {

@@ -33,6 +33,12 @@ type launcher struct {
 	closed  bool
 	live    *atomic.Int64 // the backend's count of cgroups not yet removed
 
+	// upper is the launcher's upper file system when workspaces are
+	// overlays (see prepareUpper), ready once upperDone is closed.
+	upper     *upperFS
+	upperErr  error
+	upperDone chan struct{}
+
 	argsW, seccompW, infoR, blockW, usernsW *os.File
 	dataW                                   []*os.File
 	stdinW, stdoutR, stderrR                *os.File
@@ -128,6 +134,9 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	} else {
 		close(l.moved)
 	}
+	if b.overlays.Load() {
+		b.prepareUpper(l)
+	}
 	return l, nil
 }
 
@@ -202,6 +211,12 @@ func (l *launcher) discard() {
 	}
 	for _, f := range l.all {
 		_ = f.Close()
+	}
+	if l.upperDone != nil {
+		<-l.upperDone
+		if l.upper != nil {
+			l.upper.close() // the last reference: unmounted, the loop device detaches
+		}
 	}
 	if l.cg != nil {
 		select {

@@ -27,6 +27,13 @@ type Config struct {
 	// last (see launcher). 0 starts each on demand, which suits a single
 	// execution; long-lived callers such as the agent or a server want 2.
 	Warm int
+	// PlainWorkspace binds the workspace itself into the sandbox even when
+	// codeagent runs as root, as it does for an ordinary user: the disk
+	// limit then rests on the disk watcher alone, which reacts to writes
+	// instead of refusing them (see docs/ARCHITECTURE.md, "The disk
+	// limit"). Off by default: as root the workspace is an overlay whose
+	// writes land on a file system of the limit's size.
+	PlainWorkspace bool
 	// Logger receives debug and warning messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -46,6 +53,7 @@ type Report struct {
 	CPULimit       string   // how CPU bandwidth is limited: "cgroup v1", "cgroup v2", or "none"
 	ProgramUID     int      // the host uid programs run as
 	ProgramUIDNote string   // why that uid
+	DiskLimit      string   // how the workspace disk limit is enforced
 	Usable         bool     // the backend can run with this Config
 	Problems       []string // what prevents running, with what to do
 	Warnings       []string // weaker mechanisms in use

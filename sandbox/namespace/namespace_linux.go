@@ -36,6 +36,11 @@ type Backend struct {
 	mnt     string        // the workspace mount point and /proc masks
 	mpl     *tmpFile      // matplotlib's font list for Python sandboxes, or nil
 	hostUID int           // the host uid of programs when root, else -1
+	// scratch is the directory of upper-layer images when the workspace
+	// is an overlay (see upperFS), "" when it is bound itself and only the
+	// disk watcher bounds it.
+	scratch  string
+	overlays atomic.Bool // workspaces are overlays; off after a failure
 
 	bg          sync.WaitGroup // cleanups and refills under way
 	liveCgroups atomic.Int64   // cgroups created and not yet removed
@@ -44,6 +49,8 @@ type Backend struct {
 	pool        []*launcher // warm launchers for poolKey
 	poolKey     string
 	starting    int
+	lastLimits  sandbox.Limits        // of the latest run, for upper layers made ahead
+	running     map[*upperFS]struct{} // upper layers of runs under way
 }
 
 // removeFiles removes the mount directory; the prepared /etc is shared
@@ -57,6 +64,12 @@ func (b *Backend) removeFiles() error {
 
 // asRoot reports whether programs run as the backend's own host uid.
 func (b *Backend) asRoot() bool { return b.hostUID >= 0 }
+
+// ReactiveDisk reports whether the workspace disk limit rests on the disk
+// watcher alone (the workspace is bound itself: codeagent is not root, or
+// cannot make overlays and loop devices here, or Config.PlainWorkspace),
+// rather than on the size of the file system that takes the writes.
+func (b *Backend) ReactiveDisk() bool { return !b.overlays.Load() }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
 
@@ -85,7 +98,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	base := os.TempDir()
 	if hostUID >= 0 {
-		if base, err = rootBaseDir(); err != nil {
+		if base, err = rootBaseDir(rootBaseDirs, 0o755); err != nil {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
 		}
 	}
@@ -106,8 +119,12 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "prepare the mount directory", Err: err}
 	}
-	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, seccomp: seccompProgram(), etc: etc, mnt: mnt, hostUID: hostUID}
+	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, seccomp: seccompProgram(), etc: etc, mnt: mnt, hostUID: hostUID,
+		running: map[*upperFS]struct{}{}}
 	b.layout = hostLayout(etc, mnt)
+	if hostUID >= 0 {
+		b.useOverlays()
+	}
 	if rep.CgroupVersion > 0 {
 		b.cgroups = mgr
 	}
@@ -180,17 +197,24 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		return res, &sandbox.SetupError{Reason: "workspace", Err: err}
 	}
 	defer wsFile.Close()
-	source := wsDir
+	source, watched, dl := wsDir, wsDir, diskwatch.Limits{Bytes: r.lim.Disk}
+	var up *upperFS // the overlay's upper layer, when the workspace is one
 	if r.b.asRoot() {
 		if err := handOver(wsFile, r.b.hostUID); err != nil {
 			return res, &sandbox.SetupError{Reason: "hand the workspace to the sandbox's uid", Err: err}
 		}
 		source = r.b.mountPoint()
-		if err := attachWorkspace(l.cmd.Process.Pid, wsFile, source); err != nil {
+		if up, dl, err = r.overlay(l, wsFile); err != nil {
+			return res, &sandbox.SetupError{Reason: "mount the workspace", Err: err}
+		}
+		if up != nil {
+			watched = up.watchPath()
+			defer r.b.unregister(up)
+		} else if err := attachWorkspace(l.cmd.Process.Pid, wsFile, source); err != nil {
 			return res, &sandbox.SetupError{Reason: "mount the workspace", Err: err}
 		}
 	}
-	ws, err := diskwatch.Start(wsDir, diskwatch.Limits{Bytes: r.lim.Disk}, func() { r.kill(l, sandbox.KilledDisk) })
+	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, sandbox.KilledDisk) })
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
@@ -284,7 +308,54 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	res.CPUTime, res.PeakMemory = stats.CPUTime, stats.PeakMemory
 	r.verdict(&res, ps, waitErr, stats)
+	if up != nil {
+		// Every process of the sandbox is gone: the upper layer is final.
+		t0 := time.Now()
+		if err := mergeUpper(up.upper, wsFile, r.b.hostUID); err != nil {
+			return res, &sandbox.SetupError{Reason: "bring the workspace up to date with what the program wrote", Err: err}
+		}
+		r.b.log.Debug("merged the upper layer into the workspace", "took", time.Since(t0))
+	}
 	return res, nil
+}
+
+// overlay makes the workspace an overlay in l's mount namespace when
+// overlays are on (see upperFS), and returns its upper layer and the disk
+// watcher's limits for it; a nil layer means that the workspace is to be
+// bound itself. A workspace the overlay cannot be mounted over (its file
+// system refuses to be a lower layer) is bound itself, with a warning.
+func (r *run) overlay(l *launcher, wsFile *os.File) (*upperFS, diskwatch.Limits, error) {
+	dl := diskwatch.Limits{Bytes: r.lim.Disk}
+	if !r.b.overlays.Load() || l.upperDone == nil {
+		return nil, dl, nil
+	}
+	up, err := r.b.upperFor(l, r.lim)
+	var st unix.Stat_t
+	if err == nil {
+		err = unix.Fstat(int(wsFile.Fd()), &st)
+	}
+	if err == nil {
+		dl, err = up.start(r.lim, st.Mode)
+	}
+	if err != nil {
+		r.b.overlaysFailed(err)
+		return nil, diskwatch.Limits{Bytes: r.lim.Disk}, nil
+	}
+	if err := r.b.attachOverlay(l.cmd.Process.Pid, wsFile); err != nil {
+		r.b.log.Warn("cannot mount an overlay over this workspace; binding it itself, its disk limit resting on the disk watcher", "workspace", wsFile.Name(), "err", err)
+		return nil, diskwatch.Limits{Bytes: r.lim.Disk}, nil
+	}
+	r.b.mu.Lock()
+	r.b.running[up] = struct{}{}
+	r.b.mu.Unlock()
+	return up, dl, nil
+}
+
+// unregister ends the metering of up's run.
+func (b *Backend) unregister(up *upperFS) {
+	b.mu.Lock()
+	delete(b.running, up)
+	b.mu.Unlock()
 }
 
 // kill ends the sandbox for why, the first reason given.

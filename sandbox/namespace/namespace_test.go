@@ -30,7 +30,8 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the namespace backend cannot run on this host (see 'codeagent doctor'): %v", err)
 			}
-			sandboxtest.RunWith(t, b, sandboxtest.Features{RlimitsOnly: b.cgroups == nil})
+			sandboxtest.RunWith(t, b, sandboxtest.Features{
+				RlimitsOnly: b.cgroups == nil, ReactiveDisk: b.ReactiveDisk(), CopyBack: !b.ReactiveDisk()})
 			if err := b.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -87,6 +87,14 @@ func probe(cfg Config, full bool) (Report, cgroupManager) {
 			r.Warnings = append(r.Warnings, "no usable cgroup ("+err.Error()+"): memory is limited per process by RLIMIT_DATA and processes by RLIMIT_NPROC, which counts all of this user's processes")
 		}
 	}
+	r.DiskLimit = "a watcher that kills the program past the limit (reactive)"
+	if r.Root && !cfg.PlainWorkspace {
+		if err := overlayUsable(); err == nil {
+			r.DiskLimit = "an overlay whose writes land on a file system of the limit's size (by construction)"
+		} else {
+			r.DiskLimit += ": no overlay workspaces (" + err.Error() + ")"
+		}
+	}
 	r.Usable = len(r.Problems) == 0
 	return r, mgr
 }

@@ -16,6 +16,9 @@ import (
 // asUserEnv marks the run of this test binary as an ordinary user.
 const asUserEnv = "CODEAGENT_TEST_AS_USER"
 
+// asUserRunEnv, when set, is the -test.run pattern of that run.
+const asUserRunEnv = "CODEAGENT_TEST_AS_USER_RUN"
+
 // unprivilegedUID is the user the suite runs as for the second time: nobody.
 const unprivilegedUID = 65534
 
@@ -52,7 +55,14 @@ func TestConformanceUnprivileged(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run", "^TestConformance$", "-test.count=1")
+	// CODEAGENT_TEST_AS_USER_RUN narrows the suite, e.g. to
+	// '^TestConformance$/Warm./Security/DiskLimit' to measure the reactive
+	// disk limit.
+	run := "^TestConformance$"
+	if r := os.Getenv(asUserRunEnv); r != "" {
+		run = r
+	}
+	cmd := exec.CommandContext(ctx, bin, "-test.run", run, "-test.count=1", "-test.v")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, asUserEnv + "=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID, Groups: []uint32{}}}

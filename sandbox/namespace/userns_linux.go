@@ -40,12 +40,13 @@ import (
 // to look them up, which a private TMPDIR (0700) would not allow.
 var rootBaseDirs = []string{"/run/codeagent", "/var/tmp/codeagent"}
 
-// rootBaseDir returns the first of rootBaseDirs that is, or can be made, a
-// root-owned directory of mode 0755 reached without links.
-func rootBaseDir() (string, error) {
+// rootBaseDir returns the first of dirs that is, or can be made, a
+// root-owned directory of mode perm, in a root-owned directory, reached
+// without links.
+func rootBaseDir(dirs []string, perm os.FileMode) (string, error) {
 	var errs []error
-	for _, d := range rootBaseDirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, perm); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -54,12 +55,16 @@ func rootBaseDir() (string, error) {
 			errs = append(errs, fmt.Errorf("%s is reached through a link", d))
 			continue
 		}
-		var st unix.Stat_t
+		var st, parent unix.Stat_t
 		if err := unix.Lstat(d, &st); err != nil || st.Uid != 0 {
 			errs = append(errs, fmt.Errorf("%s is not owned by root", d))
 			continue
 		}
-		if err := os.Chmod(d, 0o755); err != nil {
+		if err := unix.Lstat(filepath.Dir(d), &parent); err != nil || parent.Uid != 0 {
+			errs = append(errs, fmt.Errorf("%s is not owned by root", filepath.Dir(d)))
+			continue
+		}
+		if err := os.Chmod(d, perm); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -81,6 +86,7 @@ func prepareMountDir(tmp string) (string, error) {
 		return "", err
 	}
 	err = errors.Join(os.Chmod(dir, 0o711), os.Mkdir(filepath.Join(dir, "ws"), 0o755),
+		os.Mkdir(filepath.Join(dir, "lower"), 0o700), os.Mkdir(filepath.Join(dir, "up"), 0o700),
 		os.Mkdir(filepath.Join(dir, "empty"), 0o555),
 		os.WriteFile(filepath.Join(dir, "empty.txt"), nil, 0o444))
 	if err != nil {
@@ -153,18 +159,47 @@ func handOverDir(fd, uid, depth int) error {
 
 // attachWorkspace clones the workspace open as ws (with its submounts, made
 // nosuid and nodev) and attaches the clone at target in the mount namespace
-// of process pid. The namespace switch happens on a thread of its own that
-// exits afterwards, so no other goroutine ever runs in that namespace.
+// of process pid.
 func attachWorkspace(pid int, ws *os.File, target string) error {
-	tree, err := unix.OpenTree(int(ws.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	tree, err := cloneWorkspace(ws, 0, true)
 	if err != nil {
-		return fmt.Errorf("clone the workspace mount: %w", err)
+		return err
 	}
 	defer unix.Close(tree)
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return fmt.Errorf("make the workspace nosuid: %w", err)
+	return inMountNamespace(pid, func() error {
+		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach the workspace: %w", err)
+		}
+		return nil
+	})
+}
+
+// cloneWorkspace clones the mount of the workspace open as ws, with its
+// submounts when recursive, made nosuid, nodev and attr (such as
+// MOUNT_ATTR_RDONLY), and returns the detached clone.
+func cloneWorkspace(ws *os.File, attr uint64, recursive bool) (int, error) {
+	flags, rec := unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH, 0
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+		rec = unix.AT_RECURSIVE
 	}
+	tree, err := unix.OpenTree(int(ws.Fd()), "", uint(flags))
+	if err != nil {
+		return -1, fmt.Errorf("clone the workspace mount: %w", err)
+	}
+	a := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | attr}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|uint(rec), &a); err != nil {
+		unix.Close(tree)
+		return -1, fmt.Errorf("make the workspace nosuid: %w", err)
+	}
+	return tree, nil
+}
+
+// inMountNamespace runs fn in the mount namespace of process pid. The
+// namespace switch happens on a thread of its own that exits afterwards,
+// so no other goroutine ever runs in that namespace; descriptors fn opens
+// stay usable.
+func inMountNamespace(pid int, fn func() error) error {
 	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open the launcher's mount namespace: %w", err)
@@ -183,11 +218,7 @@ func attachWorkspace(pid int, ws *os.File, target string) error {
 			errc <- fmt.Errorf("enter the launcher's mount namespace: %w", err)
 			return
 		}
-		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			errc <- fmt.Errorf("attach the workspace: %w", err)
-			return
-		}
-		errc <- nil
+		errc <- fn()
 	}()
 	return <-errc
 }

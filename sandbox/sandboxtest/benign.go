@@ -106,6 +106,7 @@ print(os.getcwd())
 			t.Errorf("working directory %q, want %s", res.Stdout, sandbox.WorkspacePath)
 		}
 	})
+	t.Run("WorkspaceEdits", func(t *testing.T) { workspaceEdits(t, sb) })
 	t.Run("PandasMatplotlibPNG", func(t *testing.T) {
 		ws := t.TempDir()
 		res := execute(t, sb, program{lang: "python", ws: ws, limits: sandbox.Limits{WallTime: 60 * time.Second, Memory: 512 << 20}, code: `

@@ -1,10 +1,12 @@
 package sandboxtest
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
-	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,14 +43,16 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'
 // gives it (at most 1024), and while it holds them the host's own user
 // must still get one: a sandbox's per-user kernel quotas must not be those
 // of the user codeagent runs as when that is root. (An unprivileged caller
-// shares its own quota with its sandboxes: the documented residual.)
+// shares its own quota with its sandboxes: the documented residual.) The
+// program says it holds them on its standard output, which the host reads
+// live, and waits for a line on its standard input: a backend need not
+// show the workspace to the host while the program runs.
 func inotifyQuota(t *testing.T, sb sandbox.Sandbox) {
 	if os.Geteuid() != 0 {
 		t.Skip("run as an ordinary user, programs run as that user and share its quotas (docs/ARCHITECTURE.md)")
 	}
-	ws := t.TempDir()
 	code := `
-import ctypes, os, time
+import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
 fds = []
 for i in range(1024):
@@ -56,15 +60,18 @@ for i in range(1024):
     if fd < 0:
         break
     fds.append(fd)
-open('ready', 'w').write(str(len(fds)))
-deadline = time.time() + 10
-while not os.path.exists('done') and time.time() < deadline:
-    time.sleep(0.01)
+print('holding', len(fds), flush=True)
+sys.stdin.readline()
 print(len(fds))
 `
 	l, _ := lang.Lookup("python")
-	spec := sandbox.Spec{Command: l.Command("/code/main.py"), Workspace: ws, Env: l.Env,
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	ready := &lineSignal{c: make(chan struct{})}
+	spec := sandbox.Spec{Command: l.Command("/code/main.py"), Workspace: t.TempDir(), Env: l.Env,
 		Files:  []sandbox.File{{Path: "/code/main.py", Data: []byte(code)}},
+		Stdin:  stdinR,
+		Stdout: ready,
 		Limits: sandbox.Limits{WallTime: 20 * time.Second, OpenFiles: 2048}}
 	type outcome struct {
 		res sandbox.Result
@@ -75,23 +82,38 @@ print(len(fds))
 		res, err := sb.Run(context.Background(), spec)
 		done <- outcome{res, err}
 	}()
-	deadline := time.Now().Add(15 * time.Second)
-	for !fileExists(filepath.Join(ws, "ready")) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-ready.c:
+	case <-time.After(15 * time.Second):
 	}
 	fd, hostErr := unix.InotifyInit1(unix.IN_CLOEXEC)
 	if hostErr == nil {
 		unix.Close(fd)
 	}
-	if err := os.WriteFile(filepath.Join(ws, "done"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, _ = stdinW.Write([]byte("done\n"))
+	_ = stdinW.Close()
 	o := <-done
 	if o.err != nil {
 		t.Fatalf("sandbox error: %v", o.err)
 	}
 	wantStatus(t, o.res, sandbox.StatusOK)
+	held := strings.TrimPrefix(strings.TrimSpace(string(o.res.Stdout)), "holding ")
+	held, _, _ = strings.Cut(held, "\n")
+	t.Logf("the sandbox held %s inotify instances", held)
 	if hostErr != nil {
-		t.Fatalf("while the sandbox held %s inotify instances the host user could not get one: %v", strings.TrimSpace(string(o.res.Stdout)), hostErr)
+		t.Fatalf("while the sandbox held %s inotify instances the host user could not get one: %v", held, hostErr)
 	}
+}
+
+// lineSignal closes c when the first line has been written to it.
+type lineSignal struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func (s *lineSignal) Write(p []byte) (int, error) {
+	if bytes.IndexByte(p, '\n') >= 0 {
+		s.once.Do(func() { close(s.c) })
+	}
+	return len(p), nil
 }

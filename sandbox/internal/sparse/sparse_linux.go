@@ -1,4 +1,4 @@
-package docker
+package sparse
 
 import (
 	"errors"
@@ -7,9 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dataRange returns the first range of data at or after off in f, whose
+// DataRange returns the first range of data at or after off in f, whose
 // size is size: [start, end); start is size when only a hole follows.
-func dataRange(f *os.File, off, size int64) (int64, int64, error) {
+func DataRange(f *os.File, off, size int64) (int64, int64, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return 0, 0, err
