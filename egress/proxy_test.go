@@ -95,10 +95,13 @@ func TestProxyDecides(t *testing.T) {
 	up := newUpstream(t, false)
 	tu := newUpstream(t, true)
 	loop := func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if host == "mixed.test" { // a public answer with a private one: the dial could pick either
+			return []netip.Addr{netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.1.2.3")}, nil
+		}
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil // a DNS server that rebinds everything to loopback
 	}
 	p, addr := startProxy(t, Config{Network: sandbox.Network{
-		Allow:   []string{"allowed.test", "secure.test", "rebind.test:" + strings.Split(up.hostPort(), ":")[1]},
+		Allow:   []string{"allowed.test", "secure.test", "mixed.test", "rebind.test:" + strings.Split(up.hostPort(), ":")[1]},
 		Resolve: map[string]string{"allowed.test": up.hostPort(), "other.test": up.hostPort(), "secure.test": tu.hostPort()},
 	}, Lookup: loop})
 	c := client(addr)
@@ -122,6 +125,7 @@ func TestProxyDecides(t *testing.T) {
 		{"http://" + up.hostPort() + "/forbidden-literal", "an IP address", "/forbidden-literal"},
 		{"http://rebind.test:" + strings.Split(up.hostPort(), ":")[1] + "/forbidden-rebind", "resolves to 127.0.0.1, a loopback address", "/forbidden-rebind"},
 		{"https://other.test/forbidden-tls", "not in the allow list", "/forbidden-tls"},
+		{"http://mixed.test/forbidden-mixed", "resolves to 10.1.2.3, a private address", "/forbidden-mixed"},
 		{"https://allowed.test:8443/forbidden-port", "port 8443 is not allowed", "/forbidden-port"},
 	}
 	for _, r := range refused {

@@ -115,6 +115,11 @@ func egressAttacks(t *testing.T, sb sandbox.Sandbox) {
 		"unlisted port":         "CONNECT allowed.test:22 HTTP/1.1\r\n\r\n",
 		"rebinding to loopback": fmt.Sprintf("GET http://localhost:%d/forbidden-rebind HTTP/1.1\r\nHost: localhost:%[1]d\r\n\r\n", up.port),
 		"Host header":           "GET http://allowed.test/forbidden-host HTTP/1.1\r\nHost: other.test\r\n\r\n",
+		"IPv4-mapped IPv6":      fmt.Sprintf("CONNECT [::ffff:127.0.0.1]:%d HTTP/1.1\r\n\r\n", up.port),
+		"octal address":         fmt.Sprintf("CONNECT 0177.0.0.1:%d HTTP/1.1\r\n\r\n", up.port),
+		"metadata service":      "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n",
+		"userinfo":              "GET http://allowed.test@other.test/forbidden-userinfo HTTP/1.1\r\nHost: other.test\r\n\r\n",
+		"the proxy itself":      fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n", egress.ProxyPort),
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "import json, socket, urllib.request\nPORT = %d\nres = {}\n", up.port)
