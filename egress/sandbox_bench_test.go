@@ -22,8 +22,9 @@ import (
 // 10 MiB from a server on the host's loopback directly, through the proxy
 // on the host (the proxy's own cost), and from the sandbox through its
 // proxy (with the sandbox's CPU share, which other sandboxes contend for);
-// and python opening a new connection per small request, through the proxy
-// from the sandbox against directly on the host. Each side prints one
+// python downloading the same body 1 MiB a read, through the proxy from the
+// sandbox against directly on the host; and python opening a new
+// connection per small request, the same two ways. Each side prints one
 // number per transfer (curl's bytes/s) or connection (µs), and the medians
 // are compared, which a loaded machine disturbs less than totals.
 //
@@ -65,6 +66,14 @@ func BenchmarkFromSandbox(b *testing.B) {
 			"    s = socket.create_connection(%s)\n    s.sendall(%q.encode())\n    while s.recv(65536):\n        pass\n"+
 			"    s.close()\n    print(int((time.perf_counter() - t0) * 1e6))\n", conns, connectTo, request)
 	}
+	// pyGet downloads the body the way a program that reads 1 MiB at a
+	// time would, printing bytes/s per download.
+	pyGet := func(connectTo, request string) string {
+		return fmt.Sprintf("import socket, time\nfor i in range(%d):\n    t0 = time.perf_counter()\n"+
+			"    s = socket.create_connection(%s)\n    s.sendall(%q.encode())\n    n = 0\n"+
+			"    while True:\n        b = s.recv(1 << 20)\n        if not b:\n            break\n        n += len(b)\n"+
+			"    s.close()\n    assert n > %d, n\n    print(n / (time.perf_counter() - t0))\n", downloads, connectTo, request, len(body))
+	}
 	inSandbox := func(cmd ...string) float64 {
 		res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: b.TempDir(), Network: nw,
 			Limits: sandbox.Limits{WallTime: 5 * time.Minute}})
@@ -101,6 +110,13 @@ func BenchmarkFromSandbox(b *testing.B) {
 		b.ReportMetric(viaProxy/direct, "host-ratio")
 		b.ReportMetric(proxied/1e6, "sandbox-MB/s")
 		b.ReportMetric(proxied/direct, "sandbox-ratio")
+		pd := onHost("/usr/bin/python3", "-c", pyGet(fmt.Sprintf("('127.0.0.1', %s)", portText),
+			"GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+		pp := inSandbox("python3", "-c", pyGet("('127.0.0.1', 3128)",
+			"GET http://big.test:"+portText+"/big HTTP/1.1\r\nHost: big.test:"+portText+"\r\nConnection: close\r\n\r\n"))
+		b.ReportMetric(pd/1e6, "py-direct-MB/s")
+		b.ReportMetric(pp/1e6, "py-sandbox-MB/s")
+		b.ReportMetric(pp/pd, "py-sandbox-ratio")
 		cd := onHost("/usr/bin/python3", "-c", py(fmt.Sprintf("('127.0.0.1', %s)", portText),
 			"GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
 		cp := inSandbox("python3", "-c", py("('127.0.0.1', 3128)",
