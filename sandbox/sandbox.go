@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"syscall"
 	"time"
 )
 
@@ -90,6 +91,21 @@ func (e *SetupError) Error() string {
 }
 
 func (e *SetupError) Unwrap() error { return e.Err }
+
+// CopyBackError reports that the program ran but what it wrote could not
+// all be brought into the host's workspace (its disk is full, say): the
+// workspace holds part of the writes. It wraps the cause, so that a full
+// disk is errors.Is(err, syscall.ENOSPC).
+type CopyBackError struct{ Err error }
+
+func (e *CopyBackError) Error() string {
+	if errors.Is(e.Err, syscall.ENOSPC) || errors.Is(e.Err, syscall.EDQUOT) {
+		return "the disk of the workspace is full: what the program wrote is only partly in the workspace: " + e.Err.Error()
+	}
+	return "bring what the program wrote into the workspace: " + e.Err.Error()
+}
+
+func (e *CopyBackError) Unwrap() error { return e.Err }
 
 // Result is what became of one execution.
 type Result struct {

@@ -242,3 +242,18 @@ func TestServeShutdownLetsExecutionsFinish(t *testing.T) {
 	ts.json(t, "POST", "/v1/exec", "", map[string]any{"language": "bash", "code": "echo"}, http.StatusServiceUnavailable, nil)
 	ts.json(t, "GET", "/v1/health", "", nil, http.StatusServiceUnavailable, nil)
 }
+
+// TestServeSessionNamesUnique: sessions created without a name in quick
+// succession (several in one millisecond) all get one, each its own.
+func TestServeSessionNamesUnique(t *testing.T) {
+	ts := newTestServer(t, testOptions{noModel: true})
+	names := map[string]bool{}
+	for range 30 {
+		var s sessionJSON
+		ts.json(t, "POST", "/v1/sessions", "", nil, http.StatusCreated, &s)
+		if names[s.Name] || !strings.HasPrefix(s.Name, "session-") {
+			t.Fatalf("session name %q given twice or malformed; so far %v", s.Name, names)
+		}
+		names[s.Name] = true
+	}
+}

@@ -3,16 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/codeagent/codeagent/llm/llmtest"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -35,54 +33,6 @@ func plant(t *testing.T, sb sandbox.Sandbox, dir, code string) {
 	}
 }
 
-// hostDir stands for ~/.ssh: a host directory with a file to protect.
-func hostDir(t *testing.T) (string, string) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "host", ".ssh")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), []byte("ssh-ed25519 AAAA the-owner\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir, hostState(t, dir)
-}
-
-// hostState lists a directory's entries with type, size, content and
-// modification time: a file made and removed again changes its directory's.
-func hostState(t *testing.T, dir string) string {
-	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		line := fmt.Sprintf("%s %v %d %d", p, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if fi.Mode().IsRegular() {
-			b, _ := os.ReadFile(p)
-			line += " " + string(b)
-		}
-		lines = append(lines, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
-
-func checkHost(t *testing.T, dir, before string) {
-	t.Helper()
-	if after := hostState(t, dir); after != before {
-		t.Errorf("the host directory changed:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
-}
-
 const pwnProgram = `open("authorized_keys", "w").write("ssh-ed25519 AAAA attacker\n")
 print("wrote authorized_keys")
 `
@@ -99,7 +49,7 @@ func wantRefused(t *testing.T, what string, resp *http.Response, body []byte) {
 
 func TestServeAttackSessionWorkspaceReplacedByLink(t *testing.T) {
 	ts := newTestServer(t, testOptions{replies: []llmtest.Reply{pyReply(pwnProgram)}})
-	host, before := hostDir(t)
+	host, before := sandboxtest.HostDir(t)
 	s := ts.createSession(t, "", "victim")
 	if resp, b := ts.upload(t, "", s.ID, map[string]string{"a.csv": "a\n1\n"}); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("upload: %d %s", resp.StatusCode, b)
@@ -120,30 +70,30 @@ func TestServeAttackSessionWorkspaceReplacedByLink(t *testing.T) {
 	if r = ts.waitRun(t, "", r.ID); r.Status == runSucceeded || !strings.Contains(r.Error, "symbolic link") {
 		t.Errorf("run: %s %q, want a failure naming the link", r.Status, r.Error)
 	}
-	checkHost(t, host, before)
+	sandboxtest.CheckHost(t, host, before)
 }
 
 func TestServeAttackDataDirWithPlantedLink(t *testing.T) {
 	ts := newTestServer(t, testOptions{})
-	host, before := hostDir(t)
+	host, before := sandboxtest.HostDir(t)
 	// The data directory was once a run's workspace, and its program left
 	// the server's directory as a link to the host.
 	plant(t, ts.sb, ts.data, fmt.Sprintf("import os\nos.symlink(%q, 'server')\n", host))
 	resp, b := ts.do(t, "POST", "/v1/sessions", "", strings.NewReader(`{"name": "s"}`), "Content-Type", "application/json")
 	wantRefused(t, "create session", resp, b)
-	checkHost(t, host, before)
+	sandboxtest.CheckHost(t, host, before)
 }
 
 func TestServeAttackExecTempDirThroughPlantedLink(t *testing.T) {
 	ts := newTestServer(t, testOptions{})
-	host, before := hostDir(t)
+	host, before := sandboxtest.HostDir(t)
 	w := filepath.Join(t.TempDir(), "w")
 	plant(t, ts.sb, w, fmt.Sprintf("import os\nos.symlink(%q, 'tmp')\n", host))
 	t.Setenv("TMPDIR", filepath.Join(w, "tmp"))
 	body := `{"language": "python", "code": "open('/workspace/../workspace/x', 'w').write('x')"}`
 	resp, b := ts.do(t, "POST", "/v1/exec", "", strings.NewReader(body), "Content-Type", "application/json")
 	wantRefused(t, "exec", resp, b)
-	checkHost(t, host, before)
+	sandboxtest.CheckHost(t, host, before)
 }
 
 // A download follows no link at any component of its path, not even one

@@ -58,7 +58,8 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if req.Name == "" {
+	named := req.Name != ""
+	if !named {
 		req.Name = "session-" + time.Now().UTC().Format("20060102-150405.000")
 	}
 	if !sessionLabel.MatchString(req.Name) {
@@ -66,7 +67,13 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner := ownerOf(r.Context())
-	o, err := s.deps.Store.CreateOwnedSession(r.Context(), owner, req.Name, func(id string) string { return s.workspaceDir(owner, id) })
+	dir := func(id string) string { return s.workspaceDir(owner, id) }
+	o, err := s.deps.Store.CreateOwnedSession(r.Context(), owner, req.Name, dir)
+	// A name of the server's choosing is unique even for two sessions made
+	// in the same millisecond.
+	for n := 2; !named && errors.Is(err, store.ErrExists) && n <= 100; n++ {
+		o, err = s.deps.Store.CreateOwnedSession(r.Context(), owner, fmt.Sprintf("%s-%d", req.Name, n), dir)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

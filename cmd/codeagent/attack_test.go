@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox/docker"
+	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
 
 // Helpers of the attack tests: the real binary, both backends, and a look
@@ -73,56 +73,6 @@ func dockerOrSkip(t *testing.T) {
 	t.Skipf("no Docker engine or image: %v", err)
 }
 
-// hostDir makes a host directory standing for ~/.ssh, with a file that an
-// attack would overwrite, and returns it with its state.
-func hostDir(t *testing.T) (string, string) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "host", ".ssh")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), []byte("ssh-ed25519 AAAA the-owner\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir, hostState(t, dir)
-}
-
-// hostState describes a host directory: every entry with its type, size,
-// content and modification time (a file created and removed again changes
-// its directory's).
-func hostState(t *testing.T, dir string) string {
-	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		line := fmt.Sprintf("%s %v %d %d", p, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if fi.Mode().IsRegular() {
-			b, _ := os.ReadFile(p)
-			line += " " + string(b)
-		}
-		lines = append(lines, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
-
-func checkHost(t *testing.T, dir, before string) {
-	t.Helper()
-	if after := hostState(t, dir); after != before {
-		t.Errorf("the host directory changed:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
-}
-
 // pwn is what an attacker's program does wherever it lands: overwrite
 // authorized_keys and leave a file.
 const pwn = `open("authorized_keys", "w").write("ssh-ed25519 AAAA attacker\n")
@@ -132,7 +82,7 @@ print("wrote authorized_keys")
 
 func TestAttackRunOutThroughPlantedLink(t *testing.T) {
 	forBackends(t, func(t *testing.T, backend string) {
-		host, before := hostDir(t)
+		host, before := sandboxtest.HostDir(t)
 		// The program replaces the output directory, inside the workspace,
 		// with a link to the host directory and leaves an artifact named
 		// after a file there. --out is the directory itself, or a
@@ -151,7 +101,7 @@ print("done")
 			_, flags := modelServer(t, pyAnswer(attack))
 			args := append(append([]string{"run", "--backend", backend}, flags...), "--no-verify", "--workdir", ".", "--out", out, "write a file")
 			code, stdout, stderr := runBinary(t, ws, nil, args...)
-			checkHost(t, host, before)
+			sandboxtest.CheckHost(t, host, before)
 			if !strings.Contains(stdout, "authorized_keys (") || !strings.Contains(stderr, "symbolic link") {
 				t.Errorf("--out %s: no artifact, or no clear refusal (exit %d)\nstdout %s\nstderr %s", out, code, stdout, stderr)
 			}
@@ -161,7 +111,7 @@ print("done")
 
 func TestAttackWorkdirThroughPlantedLink(t *testing.T) {
 	forBackends(t, func(t *testing.T, backend string) {
-		host, before := hostDir(t)
+		host, before := sandboxtest.HostDir(t)
 		ws := filepath.Join(t.TempDir(), "ws")
 		// Run 1 leaves links to the host directory and to / behind, and
 		// tries to remove the mark that makes codeagent distrust them.
@@ -189,7 +139,7 @@ os.symlink("/", "root")
 			if code != exitUsage || !strings.Contains(stderr, "symbolic link") {
 				t.Errorf("exec --workdir %s: exit %d, want %d and a clear error\nstdout %s\nstderr %s", dir, code, exitUsage, stdout, stderr)
 			}
-			checkHost(t, host, before)
+			sandboxtest.CheckHost(t, host, before)
 		}
 		srv, flags := modelServer(t, pyAnswer(pwn))
 		args := append(append([]string{"run", "--backend", backend}, flags...), "--no-verify", "--workdir", filepath.Join(ws, "data"), "write a file")
@@ -200,13 +150,13 @@ os.symlink("/", "root")
 		if n := len(srv.Requests()); n != 0 {
 			t.Errorf("the model was asked %d time(s) before the refusal", n)
 		}
-		checkHost(t, host, before)
+		sandboxtest.CheckHost(t, host, before)
 	})
 }
 
 func TestAttackSessionWorkspaceThroughPlantedLink(t *testing.T) {
 	forBackends(t, func(t *testing.T, backend string) {
-		host, before := hostDir(t)
+		host, before := sandboxtest.HostDir(t)
 		data := filepath.Join(t.TempDir(), "data")
 		// A program that ran with the data directory as its workspace
 		// replaces a session's workspace with a link to the host.
@@ -223,13 +173,13 @@ os.symlink(%q, "sessions/s1/workspace")
 		if code != exitUsage || !strings.Contains(stderr, "symbolic link") {
 			t.Errorf("run --session: exit %d, want %d and a clear error\nstdout %s\nstderr %s", code, exitUsage, stdout, stderr)
 		}
-		checkHost(t, host, before)
+		sandboxtest.CheckHost(t, host, before)
 	})
 }
 
 func TestAttackTempDirThroughPlantedLink(t *testing.T) {
 	forBackends(t, func(t *testing.T, backend string) {
-		host, before := hostDir(t)
+		host, before := sandboxtest.HostDir(t)
 		w := filepath.Join(t.TempDir(), "w")
 		plant := writeProgram(t, "plant.py", fmt.Sprintf("import os\nos.symlink(%q, 'tmp')\n", host))
 		if code, stdout, stderr := runBinary(t, "", nil, "exec", "--backend", backend, "--workdir", w, plant); code != 0 {
@@ -244,7 +194,7 @@ func TestAttackTempDirThroughPlantedLink(t *testing.T) {
 			if code != exitUsage || !strings.Contains(stderr, "symbolic link") {
 				t.Errorf("%s: exit %d, want %d and a clear error\nstdout %s\nstderr %s", args[0], code, exitUsage, stdout, stderr)
 			}
-			checkHost(t, host, before)
+			sandboxtest.CheckHost(t, host, before)
 		}
 	})
 }

@@ -94,7 +94,7 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 	}
 	snap.budget = &budget{limit: lim.Disk}
 	if err := stageOut(bx.ws, wsPath, snap, modes); err != nil {
-		return res, &sandbox.SetupError{Reason: "bring the workspace back", Err: err}
+		return res, &sandbox.CopyBackError{Err: err}
 	}
 	snap.budget.note(&res, lim)
 	return res, nil

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
 
 // TestUnprivilegedCaller runs the backend as a caller that is not root:
@@ -162,48 +161,16 @@ func asNobody(t *testing.T, name string) {
 		t.Skipf("engine socket: %v", err)
 	}
 	gid := fi.Sys().(*syscall.Stat_t).Gid
-	dir, err := os.MkdirTemp("", "codeagent-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "docker.test")
-	if err := copyExecutable(os.Args[0], bin); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(dir, 65534, int(gid)); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run", "^"+name+"$", "-test.count=1", "-test.v")
-	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "TMPDIR=" + dir, "PATH=/usr/bin:/bin", "DOCKER_HOST=unix://" + sock}
+	env := []string{"DOCKER_HOST=unix://" + sock}
 	if os.Getenv("CI") != "" {
-		cmd.Env = append(cmd.Env, "CI=1")
+		env = append(env, "CI=1")
 	}
 	if img := os.Getenv("CODEAGENT_TEST_IMAGE"); img != "" {
-		cmd.Env = append(cmd.Env, "CODEAGENT_TEST_IMAGE="+img)
+		env = append(env, "CODEAGENT_TEST_IMAGE="+img)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: gid, Groups: []uint32{}}}
-	out, err := cmd.CombinedOutput()
+	out, err := sandboxtest.AsUser(t, 65534, int(gid), "^"+name+"$", 10*time.Minute, env...)
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 	t.Logf("as nobody:\n%s", out)
-}
-
-func copyExecutable(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

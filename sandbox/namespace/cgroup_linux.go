@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/procid"
+	"github.com/codeagent/codeagent/sandbox/internal/stagingfs"
 
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -121,27 +122,9 @@ func cgroupMounts() ([]mountInfo, error) {
 		if len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") {
 			continue
 		}
-		out = append(out, mountInfo{root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype: g[0], super: g[2]})
+		out = append(out, mountInfo{root: stagingfs.UnescapeMount(f[3]), point: stagingfs.UnescapeMount(f[4]), fstype: g[0], super: g[2]})
 	}
 	return out, sc.Err()
-}
-
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // selfCgroups maps each v1 controller (and "" for v2) to this process's path.
@@ -269,11 +252,14 @@ func killProcs(procsFile string) {
 	}
 }
 
-// removeDir removes an empty cgroup directory, waiting briefly for the
-// kernel to release exiting processes.
-func removeDir(dir string) error {
+// removeDir removes an empty cgroup directory, waiting briefly (200 ms)
+// for the kernel to release exiting processes.
+func removeDir(dir string) error { return removeDirWithin(dir, 200) }
+
+// removeDirWithin is removeDir waiting up to ms milliseconds.
+func removeDirWithin(dir string, ms int) error {
 	var err error
-	for i := 0; i < 200; i++ {
+	for i := 0; i < ms; i++ {
 		err = unix.Rmdir(dir)
 		if err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
@@ -304,8 +290,10 @@ func sweepStale(parent string) {
 		alive, tagged := procid.TagAlive(e.Name(), "")
 		switch {
 		case tagged && !alive:
+			// Processes killed with their owner may take a while to exit
+			// (their mount namespace, with its file systems, goes last).
 			killProcs(filepath.Join(dir, "cgroup.procs"))
-			_ = removeDir(dir)
+			_ = removeDirWithin(dir, 5000)
 		case tagged:
 		default:
 			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {

@@ -223,8 +223,27 @@ func (l *launcher) discard() {
 		case <-l.moved:
 		case <-time.After(5 * time.Second):
 		}
-		if err := l.cg.Destroy(); err == nil && l.live != nil {
+		if err := l.cg.Destroy(); err != nil {
+			// Its last processes are still exiting (under load, or with a
+			// mount namespace to tear down): try again for a while rather
+			// than leave the group for the life of this process.
+			go destroyLater(l.cg, l.live)
+		} else if l.live != nil {
 			l.live.Add(-1)
+		}
+	}
+}
+
+// destroyLater retries cg.Destroy for up to a minute, then gives up: the
+// next start of codeagent sweeps what is left (see sweepStale).
+func destroyLater(cg runCgroup, live *atomic.Int64) {
+	for i := 0; i < 120; i++ {
+		time.Sleep(500 * time.Millisecond)
+		if cg.Destroy() == nil {
+			if live != nil {
+				live.Add(-1)
+			}
+			return
 		}
 	}
 }

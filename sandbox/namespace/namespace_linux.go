@@ -312,7 +312,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		// Every process of the sandbox is gone: the upper layer is final.
 		t0 := time.Now()
 		if err := mergeUpper(up.upper, wsFile, r.b.hostUID); err != nil {
-			return res, &sandbox.SetupError{Reason: "bring the workspace up to date with what the program wrote", Err: err}
+			return res, &sandbox.CopyBackError{Err: err}
 		}
 		r.b.log.Debug("merged the upper layer into the workspace", "took", time.Since(t0))
 	}
