@@ -58,7 +58,7 @@ const gatewaySocket = ".egress.sock"
 func (b *Backend) listenByHelper(ctx context.Context, bx *box, port int) (net.Listener, error) {
 	path := filepath.Join(bx.code, gatewaySocket)
 	_ = os.Remove(path)
-	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ul, err := listenUnixIn(bx.code, gatewaySocket)
 	if err != nil {
 		return nil, err
 	}
@@ -120,3 +120,21 @@ func (b *Backend) listenByHelper(ctx context.Context, bx *box, port int) (net.Li
 }
 
 func closeFD(fd int) error { return os.NewFile(uintptr(fd), "").Close() }
+
+// listenUnixIn listens on a Unix socket called name in dir. The address
+// goes through a descriptor of dir, so that a long state directory does
+// not run past the 108 bytes of a socket's path.
+func listenUnixIn(dir, name string) (*net.UnixListener, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the helper's socket: %w", err)
+	}
+	defer d.Close()
+	addr := fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), name)
+	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("the helper's socket in %s: %w", dir, err)
+	}
+	ul.SetUnlinkOnClose(false) // the name goes through a descriptor closed by then: the caller removes it
+	return ul, nil
+}
