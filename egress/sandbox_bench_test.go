@@ -101,6 +101,15 @@ func BenchmarkFromSandbox(b *testing.B) {
 	}
 	go hp.Serve(hl)
 	defer hp.Close()
+	// The request python sends: to the server itself, or to the proxy in
+	// absolute form.
+	directGet := func(path string) string {
+		return "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+	}
+	viaProxyGet := func(path string) string {
+		return "GET http://big.test:" + portText + path + " HTTP/1.1\r\nHost: big.test:" + portText + "\r\nConnection: close\r\n\r\n"
+	}
+	_, hpPort, _ := net.SplitHostPort(hl.Addr().String())
 	for b.Loop() {
 		direct := onHost("bash", "-c", curl("http://"+addr+"/big"))
 		viaProxy := onHost("bash", "-c", curl("-x http://"+hl.Addr().String()+" http://big.test:"+portText+"/big"))
@@ -110,22 +119,17 @@ func BenchmarkFromSandbox(b *testing.B) {
 		b.ReportMetric(viaProxy/direct, "host-ratio")
 		b.ReportMetric(proxied/1e6, "sandbox-MB/s")
 		b.ReportMetric(proxied/direct, "sandbox-ratio")
-		pd := onHost("/usr/bin/python3", "-c", pyGet(fmt.Sprintf("('127.0.0.1', %s)", portText),
-			"GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
-		_, hpPort, _ := net.SplitHostPort(hl.Addr().String())
-		ph := onHost("/usr/bin/python3", "-c", pyGet("('127.0.0.1', "+hpPort+")",
-			"GET http://big.test:"+portText+"/big HTTP/1.1\r\nHost: big.test:"+portText+"\r\nConnection: close\r\n\r\n"))
-		pp := inSandbox("python3", "-c", pyGet("('127.0.0.1', 3128)",
-			"GET http://big.test:"+portText+"/big HTTP/1.1\r\nHost: big.test:"+portText+"\r\nConnection: close\r\n\r\n"))
+		pd := onHost("/usr/bin/python3", "-c", pyGet(fmt.Sprintf("('127.0.0.1', %s)", portText), directGet("/big")))
+		ph := onHost("/usr/bin/python3", "-c", pyGet("('127.0.0.1', "+hpPort+")", viaProxyGet("/big")))
+		pp := inSandbox("python3", "-c", pyGet("('127.0.0.1', 3128)", viaProxyGet("/big")))
 		b.ReportMetric(pd/1e6, "py-direct-MB/s")
 		b.ReportMetric(ph/1e6, "py-host-proxy-MB/s")
 		b.ReportMetric(ph/pd, "py-host-ratio")
 		b.ReportMetric(pp/1e6, "py-sandbox-MB/s")
 		b.ReportMetric(pp/pd, "py-sandbox-ratio")
-		cd := onHost("/usr/bin/python3", "-c", py(fmt.Sprintf("('127.0.0.1', %s)", portText),
-			"GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+		cd := onHost("/usr/bin/python3", "-c", py(fmt.Sprintf("('127.0.0.1', %s)", portText), directGet("/small")))
 		cp := inSandbox("python3", "-c", py("('127.0.0.1', 3128)",
-			"GET http://big.test:"+portText+"/small HTTP/1.1\r\nHost: big.test:"+portText+"\r\nConnection: close\r\n\r\n"))
+			viaProxyGet("/small")))
 		b.ReportMetric(cd/1000, "direct-ms/conn")
 		b.ReportMetric(cp/1000, "proxy-ms/conn")
 		b.ReportMetric((cp-cd)/1000, "added-ms/conn")
