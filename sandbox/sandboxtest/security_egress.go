@@ -56,7 +56,10 @@ def run(name, fn):
         out[name] = "error: %r" % e
 run("urllib", lambda: urllib.request.urlopen("http://allowed.test/urllib", timeout=10).read().decode())
 def req():
-    import requests
+    try:
+        import requests
+    except ImportError:
+        return "missing"
     return requests.get("http://allowed.test/requests", timeout=10).text + " | " + requests.get("https://secure.test/requests", timeout=10, verify=False).text
 run("requests", req)
 if shutil.which("curl"):
@@ -71,12 +74,17 @@ print(json.dumps(out))
 	}
 	want := map[string]string{"urllib": "egress-ok allowed.test /urllib",
 		"requests": "egress-ok allowed.test /requests | egress-tls /requests", "curl": "egress-ok allowed.test /curl | egress-tls /curl"}
+	clients := 1 // each answers once from allowed.test: node's fetch (below) and those here
 	for k, w := range want {
-		if got, ok := out[k]; !ok && k == "curl" {
-			t.Logf("curl is not installed in the sandbox")
-		} else if got != w {
+		got, ok := out[k]
+		switch {
+		case !ok && k == "curl", got == "missing":
+			t.Logf("%s is not installed in the sandbox (Debian's python3-requests and curl; for Docker rebuild the image with images/build-offline.sh)", k)
+			continue
+		case got != w:
 			t.Errorf("%s: %q, want %q", k, got, w)
 		}
+		clients++
 	}
 	js := `fetch("http://allowed.test/node").then(r => r.text()).then(t => console.log("NODE " + t))
   .then(() => fetch("https://other.test/x")).then(() => console.log("LEAK"), e => console.log("REFUSED " + (e.cause ? e.cause.message : e.message)))`
@@ -85,7 +93,7 @@ print(json.dumps(out))
 		!bytes.Contains(res.Stdout, []byte("REFUSED proxy refused other.test:443: 403 Forbidden (codeagent egress: other.test:443 not in the allow list)")) {
 		t.Errorf("node's fetch: %s\nstderr: %s", res.Stdout, res.Stderr)
 	}
-	if n := len(up.requests("allowed.test /")); n < 4 {
+	if n := len(up.requests("allowed.test /")); n < clients {
 		t.Errorf("the upstream saw %d requests: %v", n, up.requests(""))
 	}
 	if len(up.requests("other.test")) != 0 {
