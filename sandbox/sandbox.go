@@ -92,6 +92,26 @@ func (e *SetupError) Error() string {
 
 func (e *SetupError) Unwrap() error { return e.Err }
 
+// RunChecked is a backend's Run around its execute: the spec is checked by
+// validate (an invalid one is a StatusSandboxError result), and an error
+// from execute is a *SetupError (other errors are wrapped in one named
+// backend) reported in the result too.
+func RunChecked(ctx context.Context, spec Spec, backend string, validate func(Spec) error,
+	execute func(context.Context, Spec, Limits) (Result, error)) (Result, error) {
+	if err := validate(spec); err != nil {
+		return Result{Status: StatusSandboxError, Message: err.Error()}, err
+	}
+	res, err := execute(ctx, spec, spec.Limits.WithDefaults())
+	if err != nil {
+		var setup *SetupError
+		if !errors.As(err, &setup) {
+			err = &SetupError{Reason: backend, Err: err}
+		}
+		res.Status, res.Message = StatusSandboxError, err.Error()
+	}
+	return res, err
+}
+
 // CopyBackError reports that the program ran but what it wrote could not
 // all be brought into the host's workspace (its disk is full, say): the
 // workspace holds part of the writes. It wraps the cause, so that a full

@@ -55,3 +55,20 @@ func Verdict(res *Result, lim Limits, killed KillReason, oom bool, code int) {
 		res.Status = StatusError
 	}
 }
+
+// NoteLeftBehind tells in res that a copy back left skipped entries
+// behind for the disk limit: a program that ended by itself gets the disk
+// limit's verdict, and the message says how many.
+func NoteLeftBehind(res *Result, lim Limits, skipped int) {
+	if skipped == 0 {
+		return
+	}
+	if res.Status == StatusOK || res.Status == StatusError {
+		Verdict(res, lim, KilledDisk, false, res.ExitCode)
+	}
+	what := fmt.Sprintf("%d entries were", skipped)
+	if skipped == 1 {
+		what = "1 entry was"
+	}
+	res.Message += "; " + what + " not copied back to the workspace, which would have grown past the limit"
+}

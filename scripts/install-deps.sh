@@ -3,11 +3,14 @@
 # sandbox, the runtimes programs use inside it, gcc for the checker's
 # tree-sitter parser, g++ to build Ollama for the end-to-end tests
 # (../shared/ollama/build.sh), and for the Docker backend an engine
-# (docker.io) and debootstrap to build its image offline. Safe to run again.
+# (docker.io) and debootstrap to build its image offline, and for the
+# kubernetes backend's local test cluster (scripts/kube-local.sh) etcd,
+# containerd, runc, the CNI plugins, openssl and curl. Safe to run again.
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests curl nodejs gcc g++ procps docker.io debootstrap chromium)
+pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests nodejs gcc g++ procps docker.io debootstrap chromium
+  etcd-server containerd runc containernetworking-plugins openssl curl util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

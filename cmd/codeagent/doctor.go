@@ -13,8 +13,13 @@ import (
 func cmdDoctor(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("doctor", s)
 	weak := fs.Bool("allow-weak-isolation", false, "judge the host as if weaker isolation were accepted")
+	backend := fs.String("backend", "", "also report on this backend's environment: kubernetes (the cluster)")
+	bf := addBackendFlags(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
+	}
+	if *backend == "kubernetes" {
+		return kubeDoctor(ctx, s, bf)
 	}
 	rep := namespace.Probe(namespace.Config{AllowWeakIsolation: *weak})
 	printDoctor(s.out, rep)

@@ -33,6 +33,7 @@ type execOptions struct {
 	AllowWeak bool
 	Manifest  string // path of a manifest whose tool limits apply under the flags
 	Net       networkFlags
+	Backends  *backendFlags
 }
 
 func cmdExec(ctx context.Context, s stdio, args []string) int {
@@ -50,7 +51,8 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
 	fs.Var(envFlag(o.Env), "env", "set an environment variable K=V in the sandbox (repeatable)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the result")
-	fs.StringVar(&o.Backend, "backend", "", "sandbox backend: auto (namespace), namespace or docker (default auto)")
+	fs.StringVar(&o.Backend, "backend", "", "sandbox backend: auto (namespace), namespace, docker or kubernetes (default auto)")
+	o.Backends = addBackendFlags(fs)
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the language's tool must be listed; its limits apply under the flags")
 	o.Net.register(fs)
@@ -107,7 +109,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		return sandbox.Result{}, err
 	}
 	defer ws.Close()
-	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)})
+	sb, err := backends.Open(backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return sandbox.Result{}, usageError{err}
 	}

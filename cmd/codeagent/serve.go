@@ -45,6 +45,7 @@ type serveOptions struct {
 	ShutdownTimeout time.Duration
 	Provider        *providerFlags
 	Egress          ceilingFlags
+	Backends        *backendFlags
 	Getenv          func(string) string
 }
 
@@ -77,7 +78,8 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
 	fs.Float64Var(&o.Rate, "rate", 20, "requests per second per API key (bursts of 5 s)")
 	fs.IntVar(&o.Warm, "warm", 2, "sandboxes kept started ahead")
-	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
+	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace, docker or kubernetes")
+	o.Backends = addBackendFlags(fs)
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	durationVar(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, boundShutdown, "how long running executions may take to finish at shutdown")
 	o.Provider = addProviderFlags(fs)
@@ -188,7 +190,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		return err
 	}
 	defer st.Close()
-	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm, Logger: logger})
+	sb, err := backends.Open(o.Backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm, Logger: logger}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}

@@ -3,6 +3,7 @@
 package backends
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/docker"
+	"github.com/codeagent/codeagent/sandbox/kubernetes"
 	"github.com/codeagent/codeagent/sandbox/namespace"
 )
 
@@ -22,19 +24,28 @@ type Options struct {
 	// Warm is how many sandboxes to start ahead; 0 for a single execution.
 	// For docker it is the number of idle containers per limits class.
 	Warm int
-	// Image is the docker backend's image; docker.DefaultImage when empty.
+	// Image is the docker and kubernetes backends' image; their
+	// DefaultImage when empty.
 	Image string
 	// DockerHost is the docker backend's engine address; empty means
 	// DOCKER_HOST or the default socket.
 	DockerHost string
+	// Kubernetes configures the kubernetes backend beyond Image and Warm.
+	Kubernetes KubernetesOptions
 	Logger     *slog.Logger
+}
+
+// KubernetesOptions are the kubernetes backend's own settings; empty
+// fields take its defaults (see kubernetes.Config).
+type KubernetesOptions struct {
+	Kubeconfig, Namespace, RuntimeClass, SeccompProfile string
 }
 
 // ErrUnknown is wrapped by Open's error for a name it does not know.
 var ErrUnknown = errors.New("unknown sandbox backend")
 
 // Names lists the backends that Open accepts, "auto" first.
-func Names() []string { return []string{"auto", "namespace", "docker"} }
+func Names() []string { return []string{"auto", "namespace", "docker", "kubernetes"} }
 
 // Open returns the backend called name; "" and "auto" choose the namespace
 // backend. Errors from a backend that cannot run here are *sandbox.SetupError.
@@ -63,6 +74,31 @@ func open(name string, opts Options) (sandbox.Sandbox, error) {
 			return nil, err
 		}
 		return b, nil
+	case "kubernetes":
+		k := opts.Kubernetes
+		b, err := kubernetes.New(kubernetes.Config{Kubeconfig: k.Kubeconfig, Namespace: k.Namespace, Image: opts.Image,
+			RuntimeClass: k.RuntimeClass, SeccompProfile: k.SeccompProfile, Warm: opts.Warm, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return noNetwork{b, name}, nil
 	}
 	return nil, fmt.Errorf("%w %q (want one of %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+}
+
+// noNetwork is a backend that cannot hand a program the egress proxy
+// (sandbox.Gateway): a Spec with a Network is refused, rather than run
+// with proxy settings that lead nowhere.
+type noNetwork struct {
+	sandbox.Sandbox
+	name string
+}
+
+func (n noNetwork) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if spec.Network != nil {
+		err := fmt.Errorf("%w: the %s backend gives programs no network; an allow list needs the namespace or docker backend",
+			sandbox.ErrInvalidSpec, n.name)
+		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
+	}
+	return n.Sandbox.Run(ctx, spec)
 }

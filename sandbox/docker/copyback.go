@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -68,15 +67,7 @@ func allocation(fi fs.FileInfo) int64 {
 
 // note tells in res that entries were left behind for the disk limit.
 func (b *budget) note(res *sandbox.Result, lim sandbox.Limits) {
-	if b == nil || b.skipped == 0 {
-		return
+	if b != nil {
+		sandbox.NoteLeftBehind(res, lim, b.skipped)
 	}
-	if res.Status == sandbox.StatusOK || res.Status == sandbox.StatusError {
-		sandbox.Verdict(res, lim, sandbox.KilledDisk, false, res.ExitCode)
-	}
-	what := fmt.Sprintf("%d entries were", b.skipped)
-	if b.skipped == 1 {
-		what = "1 entry was"
-	}
-	res.Message += "; " + what + " not copied back to the workspace, which would have grown past the limit"
 }

@@ -15,7 +15,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -195,19 +194,7 @@ func (b *Backend) Close() error {
 
 // Run implements sandbox.Sandbox.
 func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if err := validate(spec); err != nil {
-		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
-	}
-	lim := spec.Limits.WithDefaults()
-	res, err := b.execute(ctx, spec, lim)
-	if err != nil {
-		var setup *sandbox.SetupError
-		if !errors.As(err, &setup) {
-			err = &sandbox.SetupError{Reason: "docker", Err: err}
-		}
-		res.Status, res.Message = sandbox.StatusSandboxError, err.Error()
-	}
-	return res, err
+	return sandbox.RunChecked(ctx, spec, "docker", validate, b.execute)
 }
 
 func validate(spec sandbox.Spec) error {

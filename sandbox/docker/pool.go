@@ -9,10 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/sandbox/internal/warmpool"
 )
 
 // statePrefix starts the name of every pool's state directory.
@@ -21,31 +22,21 @@ const statePrefix = "codeagent-docker-"
 // maxClasses bounds how many limits classes are kept warm at once.
 const maxClasses = 4
 
-// pool keeps Config.Warm started, idle containers per limits class. A
-// container is taken for one execution and destroyed afterwards; the pool
-// refills in the background. A maintenance loop replaces idle containers
-// that stopped and drops classes unused for Config.IdleTimeout.
+// pool keeps Config.Warm started, idle containers per limits class
+// (package warmpool). A container is taken for one execution and destroyed
+// afterwards; the pool refills in the background. A maintenance loop
+// replaces idle containers that stopped and drops classes unused for
+// Config.IdleTimeout.
 type pool struct {
 	b             *Backend
 	id            string
 	dir           string // host state directory, removed by close
 	passwd, group string // the containers' /etc/passwd and /etc/group
 
-	mu       sync.Mutex
-	classes  map[string]*warmClass
-	closed   bool
-	bg       sync.WaitGroup // creations and removals under way
+	wp       *warmpool.Pool[class, *box]
 	stop     chan struct{}
 	loopDone chan struct{}
 	oom      *oomWatch
-}
-
-type warmClass struct {
-	class    class
-	idle     []*box
-	starting int
-	lastUse  time.Time
-	failures int // consecutive failed creations; refills pause after 3
 }
 
 func newPool(b *Backend) (*pool, error) {
@@ -59,8 +50,13 @@ func newPool(b *Backend) (*pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	p := &pool{b: b, id: id, dir: dir, classes: map[string]*warmClass{}, stop: make(chan struct{}), loopDone: make(chan struct{}),
+	p := &pool{b: b, id: id, dir: dir, stop: make(chan struct{}), loopDone: make(chan struct{}),
 		passwd: filepath.Join(dir, "passwd"), group: filepath.Join(dir, "group")}
+	p.wp = warmpool.New(warmpool.Config[class, *box]{
+		Warm: b.cfg.Warm, MaxClasses: maxClasses, Key: class.key,
+		Create: b.createBox, CreateTimeout: apiTimeout, Destroy: b.destroy,
+		CreateFailed: func(err error) { b.log.Warn("docker: start a warm container", "err", err) },
+	})
 	if err := writeAccounts(p.passwd, p.group, b.cfg.HostUID); err != nil {
 		_ = removeTree(dir)
 		return nil, err
@@ -88,125 +84,24 @@ func writeAccounts(passwd, group string, uid int) error {
 }
 
 // prime makes c a warm class and starts filling it.
-func (p *pool) prime(c class) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.warmLocked(c)
-	p.refillLocked(c.key())
-}
-
-func (p *pool) warmLocked(c class) *warmClass {
-	k := c.key()
-	wc := p.classes[k]
-	if wc == nil {
-		if len(p.classes) >= maxClasses {
-			p.evictOldestLocked()
-		}
-		wc = &warmClass{class: c}
-		p.classes[k] = wc
-	}
-	wc.lastUse = time.Now()
-	return wc
-}
-
-func (p *pool) evictOldestLocked() {
-	var oldest string
-	for k, wc := range p.classes {
-		if oldest == "" || wc.lastUse.Before(p.classes[oldest].lastUse) {
-			oldest = k
-		}
-	}
-	p.dropLocked(oldest)
-}
-
-func (p *pool) dropLocked(k string) {
-	wc := p.classes[k]
-	if wc == nil {
-		return
-	}
-	for _, bx := range wc.idle {
-		p.destroyLater(bx)
-	}
-	delete(p.classes, k)
-}
+func (p *pool) prime(c class) { p.wp.Prime(c) }
 
 // take returns a started container of class c: an idle one when there is
 // one, else one created now. release refills the class.
 func (p *pool) take(ctx context.Context, c class) (*box, error) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errors.New("backend closed")
-	}
-	var bx *box
-	if p.b.cfg.Warm > 0 {
-		wc := p.warmLocked(c)
-		if n := len(wc.idle); n > 0 {
-			bx, wc.idle = wc.idle[0], wc.idle[1:]
-		}
-		wc.failures = 0
-	}
-	p.mu.Unlock()
-	if bx != nil {
-		return bx, nil
+	bx, ok, err := p.wp.Take(c, nil, false)
+	if err != nil || ok {
+		return bx, err
 	}
 	return p.b.createBox(ctx, c)
-}
-
-// refillLocked starts creations until the class has Warm containers idle
-// or starting.
-func (p *pool) refillLocked(k string) {
-	wc := p.classes[k]
-	if wc == nil || p.closed || wc.failures >= 3 {
-		return
-	}
-	for len(wc.idle)+wc.starting < p.b.cfg.Warm {
-		wc.starting++
-		p.bg.Add(1)
-		go p.fill(k, wc)
-	}
-}
-
-func (p *pool) fill(k string, wc *warmClass) {
-	defer p.bg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
-	bx, err := p.b.createBox(ctx, wc.class)
-	cancel()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	wc.starting--
-	if err != nil {
-		wc.failures++
-		p.b.log.Warn("docker: start a warm container", "err", err)
-		return
-	}
-	if p.closed || p.classes[k] != wc {
-		p.destroyLater(bx)
-		return
-	}
-	wc.failures = 0
-	wc.idle = append(wc.idle, bx)
 }
 
 // release destroys a used container in the background and refills its
 // class; both wait until the execution is over, so as not to compete with
 // it for the CPU.
 func (p *pool) release(bx *box) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.destroyLater(bx)
-	if p.b.cfg.Warm > 0 {
-		p.refillLocked(bx.class.key())
-	}
-}
-
-// destroyLater removes bx in the background; Close waits for it.
-func (p *pool) destroyLater(bx *box) {
-	p.bg.Add(1)
-	go func() {
-		defer p.bg.Done()
-		p.b.destroy(bx)
-	}()
+	p.wp.Destroy(bx)
+	p.wp.Refill(bx.class)
 }
 
 // loop replaces crashed idle containers and drops unused classes.
@@ -240,44 +135,27 @@ func (p *pool) check() {
 	for _, c := range list.Items {
 		running[c.ID] = true
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, wc := range p.classes {
-		if time.Since(wc.lastUse) > p.b.cfg.IdleTimeout {
-			p.dropLocked(k)
-			continue
-		}
-		keep := wc.idle[:0]
-		for _, bx := range wc.idle {
-			if running[bx.id] {
-				keep = append(keep, bx)
-				continue
-			}
+	p.wp.Check(p.b.cfg.IdleTimeout, func(bx *box) bool {
+		if !running[bx.id] {
 			p.b.log.Warn("docker: replacing a warm container that stopped", "id", short(bx.id))
-			p.destroyLater(bx)
 		}
-		wc.idle = keep
-		wc.failures = 0
-		p.refillLocked(k)
-	}
+		return running[bx.id]
+	})
 }
 
 // close destroys every container of the pool, waits for the background
 // work and removes the state directory.
 func (p *pool) close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	select {
+	case <-p.stop:
 		return nil
+	default:
 	}
-	p.closed = true
-	for k := range p.classes {
-		p.dropLocked(k)
-	}
-	p.mu.Unlock()
 	close(p.stop)
 	<-p.loopDone
-	p.bg.Wait()
+	if !p.wp.Close() {
+		return nil
+	}
 	p.oom.close()
 	// Anything still labelled with this pool (a container of a Run that
 	// has not returned, or one whose removal failed) goes too.
@@ -301,4 +179,4 @@ func (p *pool) close() error {
 
 // wait blocks until background creations and removals are done (tests and
 // benchmarks use it to keep them out of measurements).
-func (p *pool) wait() { p.bg.Wait() }
+func (p *pool) wait() { p.wp.Wait() }

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/codeagent/codeagent/sandbox/backends"
+)
+
+// backendFlags configure the backend chosen with --backend beyond its
+// name: the image of the docker and kubernetes backends, and the
+// kubernetes backend's cluster settings (empty: their defaults and the
+// CODEAGENT_KUBE_* variables).
+type backendFlags struct {
+	Image string
+	Kube  backends.KubernetesOptions
+}
+
+func addBackendFlags(fs *flag.FlagSet) *backendFlags {
+	b := &backendFlags{}
+	fs.StringVar(&b.Image, "image", "", "docker and kubernetes backends: the sandbox image (default codeagent-sandbox:latest)")
+	fs.StringVar(&b.Kube.Kubeconfig, "kubeconfig", "", "kubernetes backend: kubeconfig file (default $KUBECONFIG, in-cluster, ~/.kube/config)")
+	fs.StringVar(&b.Kube.Namespace, "namespace", "", "kubernetes backend: namespace of the sandbox Pods (default the kubeconfig's, or the server Pod's own)")
+	fs.StringVar(&b.Kube.RuntimeClass, "runtime-class", "", "kubernetes backend: the Pods' runtime class, e.g. gvisor or kata (default the cluster's runtime)")
+	fs.StringVar(&b.Kube.SeccompProfile, "seccomp-profile", "", "kubernetes backend: a Localhost seccomp profile in the kubelet's seccomp directory,\n"+
+		"e.g. codeagent.json (docs/KUBERNETES.md); default RuntimeDefault")
+	return b
+}
+
+// options returns o with the flags' settings.
+func (b *backendFlags) options(o backends.Options) backends.Options {
+	if b == nil {
+		return o
+	}
+	o.Image, o.Kubernetes = b.Image, b.Kube
+	return o
+}

@@ -1,0 +1,90 @@
+package kubernetes
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// The benchmarks measure latency, not throughput: before each iteration
+// (timer stopped) the pool is given time to hold its Pods again, so that
+// every claim is a warm one. They report the median and the 90th
+// percentile besides the mean. Run them with -benchtime Nx
+// (docs/BENCHMARKS.md).
+
+var passSpec = sandbox.Spec{Command: []string{"python3", "-c", "pass"}}
+
+// BenchmarkClaim is the claim of an armed Pod from the warm pool, without
+// a run.
+func BenchmarkClaim(b *testing.B) {
+	bk := newTestBackend(b, testConfig(b, 2))
+	defer bk.Close()
+	c := classOf(sandbox.DefaultLimits())
+	lat := latencies(b, bk, func() {
+		bx, err := bk.pool.take(context.Background(), c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		bk.pool.release(bx)
+	})
+	report(b, lat)
+}
+
+// BenchmarkPooledRun is Run of `python3 -c pass` in a Pod from the warm
+// pool, from the call to its result (workspace staged and copied back).
+func BenchmarkPooledRun(b *testing.B) {
+	bk := newTestBackend(b, testConfig(b, 2))
+	defer bk.Close()
+	report(b, latencies(b, bk, func() { runPass(b, bk) }))
+}
+
+// BenchmarkColdRun is the same without a pool: each Run creates its Pod
+// and waits for it to start.
+func BenchmarkColdRun(b *testing.B) {
+	bk := newTestBackend(b, testConfig(b, 0))
+	defer bk.Close()
+	report(b, latencies(b, nil, func() { runPass(b, bk) }))
+}
+
+func runPass(b *testing.B, bk *Backend) {
+	spec := passSpec
+	spec.Workspace = b.TempDir()
+	res, err := bk.Run(context.Background(), spec)
+	if err != nil || res.Status != sandbox.StatusOK {
+		b.Fatalf("run: %v %s %s", err, res.Status, res.Stderr)
+	}
+}
+
+// latencies times f b.N times; with a pool, each time once it holds an
+// armed Pod again. f may stop the timer for its cleanup.
+func latencies(b *testing.B, pool *Backend, f func()) []time.Duration {
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if pool != nil {
+			waitIdle(b, pool, 1, 3*time.Minute)
+		}
+		start := time.Now()
+		b.StartTimer()
+		f()
+		lat = append(lat, time.Since(start))
+		b.StopTimer()
+	}
+	return lat
+}
+
+// report adds the median and the 90th percentile, in ms.
+func report(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*9/10]), "p90-ms")
+}
