@@ -130,6 +130,10 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, out, err
 	}
+	network, err := s.network(in.AllowHosts)
+	if err != nil {
+		return nil, out, err
+	}
 	st, ctx, done, err := s.session(ctx, req)
 	if err != nil {
 		return nil, out, err
@@ -149,7 +153,7 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if s.deps.Store != nil {
 		rec = session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log)
 		if err := rec.Audit("execute_code", map[string]any{"language": l.Name, "code": in.Code,
-			"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits}); err != nil {
+			"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts}); err != nil {
 			return nil, out, &session.AuditError{Err: err}
 		}
 	}
@@ -160,7 +164,7 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		env[k] = v
 	}
 	spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(in.Code)}},
-		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits}
+		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits, Network: network}
 	rctx, cancel := withRunContext(ctx, maxRateWait)
 	defer cancel()
 	res, err := sb.Run(rctx, spec)

@@ -31,6 +31,9 @@ type ExecuteInput struct {
 	Files    map[string]string `json:"files,omitempty" jsonschema:"text files to write into the workspace first: plain name to content"`
 	Stdin    string            `json:"stdin,omitempty" jsonschema:"the program's standard input"`
 	Limits   *Limits           `json:"limits,omitempty" jsonschema:"limits of this execution, within the server's caps"`
+	// AllowHosts are the hosts the program may reach (HOST[:PORT]), within
+	// the server's egress ceiling; none: no network.
+	AllowHosts []string `json:"allow_hosts,omitempty" jsonschema:"hosts the program may reach through codeagent's HTTP proxy (HOST[:PORT], *.example.com), within the server's egress ceiling; none means no network"`
 }
 
 // ExecuteOutput is the `codeagent exec --json` object plus the files the
@@ -64,6 +67,7 @@ type RunTaskInput struct {
 	MaxIterations int               `json:"max_iterations,omitempty" jsonschema:"attempts at the program (1-20)"`
 	Tests         string            `json:"tests,omitempty" jsonschema:"pytest tests that import from solution; success means they pass (python only)"`
 	Verify        *bool             `json:"verify,omitempty" jsonschema:"ask the model whether a successful run completed the task (default true)"`
+	AllowHosts    []string          `json:"allow_hosts,omitempty" jsonschema:"hosts the programs may reach through codeagent's HTTP proxy (HOST[:PORT]), within the server's egress ceiling; none means no network"`
 }
 
 // RunTaskOutput is run_task's result.

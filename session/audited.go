@@ -53,8 +53,13 @@ func (a *audited) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		s := sha256.Sum256(f.Data)
 		files[f.Path] = hex.EncodeToString(s[:])
 	}
-	err := r.auditLocked(store.KindExecStart, map[string]any{"exec": k, "owner": procid.Self().String(),
-		"command": spec.Command, "files_sha256": files, "limits": spec.Limits.WithDefaults()})
+	start := map[string]any{"exec": k, "owner": procid.Self().String(),
+		"command": spec.Command, "files_sha256": files, "limits": spec.Limits.WithDefaults()}
+	if n := spec.Network; n != nil {
+		// The network granted, and any test overrides of DNS, before it runs.
+		start["network"] = map[string]any{"allow": n.Allow, "max_bytes": n.MaxBytes, "resolve": n.Resolve}
+	}
+	err := r.auditLocked(store.KindExecStart, start)
 	r.mu.Unlock()
 	if err != nil {
 		return sandbox.Result{}, &AuditError{Err: err}
@@ -62,6 +67,10 @@ func (a *audited) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 	res, runErr := a.next.Run(ctx, spec)
 	end := map[string]any{"exec": k, "status": res.Status.String(), "exit_code": res.ExitCode, "signal": res.Signal,
 		"wall_ms": res.WallTime.Milliseconds(), "cpu_ms": res.CPUTime.Milliseconds(), "peak_memory_bytes": res.PeakMemory}
+	if res.Egress != nil {
+		// Every connection attempt, allowed or refused, with its bytes.
+		end["egress"] = res.Egress.JSON()
+	}
 	if runErr != nil {
 		end["status"], end["error"] = sandbox.StatusSandboxError.String(), runErr.Error()
 	}

@@ -24,6 +24,7 @@ type mcpOptions struct {
 	Backend   string
 	AllowWeak bool
 	Provider  *providerFlags
+	Egress    ceilingFlags
 	Getenv    func(string) string
 	setFlags  map[string]bool
 }
@@ -40,6 +41,7 @@ func cmdMCP(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	o.Provider = addProviderFlags(fs)
+	o.Egress.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -113,7 +115,12 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 	}
 	defer sb.Close() // after the server: its programs are gone by then
 	deps.Store, deps.Sandbox = st, sb
-	srv, err := mcpserver.New(mcpserver.Config{Version: version}, deps)
+	resolve, err := o.Egress.resolveMap()
+	if err != nil {
+		return err
+	}
+	srv, err := mcpserver.New(mcpserver.Config{Version: version, EgressCeiling: o.Egress.ceiling,
+		EgressMaxBytes: o.Egress.maxBytes, EgressResolve: resolve}, deps)
 	if err != nil {
 		return usageError{err}
 	}
