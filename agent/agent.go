@@ -54,6 +54,9 @@ type Config struct {
 	Limits sandbox.Limits
 	// Env is added to the sandbox environment.
 	Env map[string]string
+	// Network lets programs reach the hosts it allows (nil: no network);
+	// a refused host is named in the feedback to the model.
+	Network *sandbox.Network
 	// Tests turns on test-driven mode (python only): the model writes pytest
 	// tests first, they must fail against a stub, then the program is
 	// iterated until they pass, then run itself.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/template"
 	"unicode/utf8"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 //go:embed prompts/*.txt
@@ -107,4 +109,26 @@ func cutRunes(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "..."
+}
+
+// networkRefusals tells the model which hosts codeagent's egress proxy
+// refused, and what the allow list is, or "" when it refused none.
+func networkRefusals(e *sandbox.Egress) string {
+	refused := e.JSON().RefusedHosts()
+	if len(refused) == 0 {
+		return ""
+	}
+	if len(refused) > 5 {
+		refused = append(refused[:5], fmt.Sprintf("and %d more", len(refused)-5))
+	}
+	return fmt.Sprintf("The network refused %s; programs may reach only %s, through the proxy in HTTP_PROXY/HTTPS_PROXY.",
+		strings.Join(refused, ", "), strings.Join(e.Allow, ", "))
+}
+
+// allowedHosts is the allow list for the system prompt, "" for none.
+func allowedHosts(n *sandbox.Network) string {
+	if n == nil {
+		return ""
+	}
+	return strings.Join(n.Allow, ", ")
 }

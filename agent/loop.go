@@ -57,6 +57,7 @@ func (r *run) run(ctx context.Context) error {
 		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
 		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
 		"Packages": packages[r.a.lang.Name], "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
+		"Network": allowedHosts(cfg.Network),
 	})
 	switch {
 	case r.task.TestCode != "":
@@ -308,7 +309,8 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 	for k, v := range r.a.cfg.Env {
 		env[k] = v
 	}
-	res, err := r.a.deps.Sandbox.Run(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Env: env, Limits: r.a.cfg.Limits})
+	res, err := r.a.deps.Sandbox.Run(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Env: env, Limits: r.a.cfg.Limits,
+		Network: r.a.cfg.Network})
 	if err != nil {
 		return res, "", fmt.Errorf("run the program: %w", err)
 	}
@@ -355,6 +357,10 @@ func (r *run) debug(n int, class ErrorClass, code string, res sandbox.Result, te
 	}
 	if res.StdoutTruncated || res.StderrTruncated {
 		problem += " Its output was cut at the sandbox's output limit."
+	}
+	if refused := networkRefusals(res.Egress); refused != "" {
+		problem += " " + refused
+		detail = refused
 	}
 	d["Problem"] = problem
 	r.say(render("debug.txt", d))

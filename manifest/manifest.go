@@ -54,11 +54,11 @@ type Tool struct {
 	CPUs        float64  `yaml:"cpus"`
 }
 
-// Permissions are what a program may reach. codeagent's sandbox has no
-// network and sees only its workspace, so only those values are accepted.
+// Permissions are what a program may reach: no network, or the hosts of
+// an allow list (see Network); only its workspace of the file system.
 type Permissions struct {
-	Network    bool   `yaml:"network"`
-	Filesystem string `yaml:"filesystem"`
+	Network    Network `yaml:"network"`
+	Filesystem string  `yaml:"filesystem"`
 }
 
 // Limits bound an agent's runs.

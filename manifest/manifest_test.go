@@ -78,7 +78,11 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"unknown nested field", "agent:\n  tools:\n    - name: execute_python\n      timout: 5\n", "m.yaml:4: field timout not found"},
 		{"bad duration", "agent:\n  tools:\n    - name: execute_python\n      timeout: soon\n", "m.yaml:4: invalid duration \"soon\""},
 		{"bad size", "agent:\n  tools:\n    - name: execute_python\n      memory_limit: lots\n", "m.yaml:4: invalid size \"lots\""},
-		{"network", "agent:\n  permissions:\n    network: true\n", "m.yaml:3: agent.permissions.network: network access is not supported"},
+		{"network true", "agent:\n  permissions:\n    network: true\n", "m.yaml:3: agent.permissions.network: true names no host"},
+		{"network rule", "agent:\n  permissions:\n    network:\n      allow:\n        - pypi.org\n        - \"*\"\n", "m.yaml:6: agent.permissions.network.allow[1]: allow \"*\""},
+		{"network empty", "agent:\n  permissions:\n    network:\n      allow: []\n", "m.yaml:4: agent.permissions.network.allow: lists no host"},
+		{"network field", "agent:\n  permissions:\n    network:\n      hosts: [a.com]\n", "m.yaml:4: field hosts not found"},
+		{"network size", "agent:\n  permissions:\n    network:\n      allow: [a.com]\n      max_bytes: lots\n", "m.yaml:5: invalid size"},
 		{"filesystem", "agent:\n  permissions:\n    filesystem: everything\n", "m.yaml:3: agent.permissions.filesystem"},
 		{"unknown tool", "agent:\n  tools:\n    - name: execute_ruby\n", "m.yaml:3: agent.tools[0].name: unknown tool \"execute_ruby\""},
 		{"duplicate tool", "agent:\n  tools:\n    - name: execute_bash\n    - name: execute_bash\n", "m.yaml:4: agent.tools[1].name: tool \"execute_bash\" is listed twice"},
@@ -118,6 +122,23 @@ func TestDocumentedExampleValidates(t *testing.T) {
 		example, _, _ := strings.Cut(b, "```")
 		if _, err := Parse("MANIFEST.md example", []byte(example)); err != nil {
 			t.Errorf("example %d does not validate: %v", i+1, err)
+		}
+	}
+}
+
+func TestNetworkPermission(t *testing.T) {
+	m, err := Parse("m.yaml", []byte("agent:\n  permissions:\n    network:\n      allow: [\"api.example.com\", \"*.github.com:443\"]\n      max_bytes: 50MiB\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := m.Network()
+	if n == nil || len(n.Allow) != 2 || n.Allow[1] != "*.github.com:443" || n.MaxBytes != 50<<20 {
+		t.Fatalf("network %+v", n)
+	}
+	for _, off := range []string{"agent:\n  permissions:\n    network: false\n", "agent:\n  name: x\n"} {
+		m, err := Parse("m.yaml", []byte(off))
+		if err != nil || m.Network() != nil {
+			t.Fatalf("%q: %v %+v", off, err, m.Network())
 		}
 	}
 }

@@ -74,9 +74,7 @@ func (m *Manifest) Validate() error {
 	if a.Workspace != "" && filepath.Clean(a.Workspace) != sandbox.WorkspacePath {
 		errs = append(errs, m.errAt("agent.workspace", "programs always see their workspace at %s; got %q", sandbox.WorkspacePath, a.Workspace))
 	}
-	if a.Permissions.Network {
-		errs = append(errs, m.errAt("agent.permissions.network", "network access is not supported: the sandbox has no network"))
-	}
+	errs = append(errs, m.validateNetwork()...)
 	if fs := a.Permissions.Filesystem; fs != "" && fs != "workspace_only" {
 		errs = append(errs, m.errAt("agent.permissions.filesystem", "only \"workspace_only\" is supported, got %q", fs))
 	}

@@ -133,6 +133,10 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err := s.checkKeepState(l, in); err != nil {
 		return nil, out, err
 	}
+	network, err := s.network(in.AllowHosts)
+	if err != nil {
+		return nil, out, err
+	}
 	st, ctx, done, err := s.session(ctx, req)
 	if err != nil {
 		return nil, out, err
@@ -152,7 +156,8 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if s.deps.Store != nil {
 		rec = session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log)
 		if err := rec.Audit("execute_code", map[string]any{"language": l.Name, "code": in.Code,
-			"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "keep_state": in.KeepState}); err != nil {
+			"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts,
+			"keep_state": in.KeepState}); err != nil {
 			return nil, out, &session.AuditError{Err: err}
 		}
 	}
@@ -166,7 +171,7 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		env[k] = v
 	}
 	spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(in.Code)}},
-		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits}
+		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits, Network: network}
 	rctx, cancel := withRunContext(ctx, maxRateWait)
 	defer cancel()
 	res, err := sb.Run(rctx, spec)

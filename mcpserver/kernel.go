@@ -31,6 +31,8 @@ func (s *Server) checkKeepState(l lang.Language, in ExecuteInput) error {
 		return argError("keep_state is not offered by this server")
 	case l.Name != "python":
 		return argError("keep_state runs Python only")
+	case len(in.AllowHosts) > 0:
+		return argError("keep_state has no network: allow_hosts does not apply to it")
 	case in.Limits != nil && (in.Limits.MemoryMB != 0 || in.Limits.DiskMB != 0 || in.Limits.Processes != 0 || in.Limits.CPUs != 0):
 		return argError("with keep_state only limits.timeout_seconds applies: the kernel's limits are the server's")
 	}

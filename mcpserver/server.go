@@ -73,6 +73,14 @@ type Config struct {
 	// 1 GiB and 10 000, as the HTTP API's sessions).
 	SessionMaxBytes int64
 	SessionMaxFiles int
+	// EgressCeiling is the widest network a call's allow_hosts may ask
+	// for (see egress.Within); empty, the default, allows no network. A
+	// manifest's permissions.network narrows it. EgressMaxBytes caps each
+	// execution's bytes (0: sandbox.DefaultEgressBytes); EgressResolve maps
+	// names to addresses (tests: --egress-resolve).
+	EgressCeiling  []string
+	EgressMaxBytes int64
+	EgressResolve  map[string]string
 }
 
 // MaxLimits are the default caps of Config.MaxLimits: those of the HTTP
@@ -160,6 +168,7 @@ type Server struct {
 	log     *slog.Logger
 	mcp     *mcp.Server
 	checker *safety.Checker
+	netChk  safety.Lazy // the checker of run_task with a network
 	ownChk  bool
 	langs   []string // languages execute_code and run_task accept
 
@@ -210,7 +219,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	return s, nil
 }
 
-const instructions = "codeagent runs code in a kernel-enforced sandbox (no network; the session's workspace is " +
+const instructions = "codeagent runs code in a kernel-enforced sandbox (no network unless a call's allow_hosts names " +
+	"hosts within the server's egress ceiling; the session's workspace is " +
 	"its working directory), checks code statically, and turns tasks into working code with its agent. " +
 	"Files written with write_file or passed in files are in the workspace for later calls of the same session."
 
@@ -239,6 +249,7 @@ func (s *Server) Close() error {
 		s.checker.Close()
 		s.ownChk = false
 	}
+	s.netChk.Close()
 	return nil
 }
 

@@ -44,6 +44,14 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	if err != nil {
 		return nil, out, err
 	}
+	network, err := s.network(in.AllowHosts)
+	if err != nil {
+		return nil, out, err
+	}
+	checker, err := s.checkerFor(network)
+	if err != nil {
+		return nil, out, err
+	}
 	maxIter := in.MaxIterations
 	if maxIter == 0 {
 		maxIter = s.cfg.MaxIterations
@@ -71,7 +79,7 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		// Audited first: what cannot be recorded does not run.
 		rec = session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log)
 		if err := rec.Audit("run_task", map[string]any{"task": in.Task, "language": l.Name, "files": keys(in.Files),
-			"max_iterations": maxIter, "tests": in.Tests != ""}); err != nil {
+			"max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts}); err != nil {
 			return nil, out, &session.AuditError{Err: err}
 		}
 		obs = append(obs, rec)
@@ -81,8 +89,8 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		obs = append(obs, &progress{ctx: ctx, ss: req.Session, token: token})
 	}
 	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
-		Limits: limits, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...)},
-		agent.Deps{Provider: provider, Sandbox: sb, Checker: s.checker, Logger: s.log, Observer: agent.Observers(obs...)})
+		Limits: limits, Network: network, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...)},
+		agent.Deps{Provider: provider, Sandbox: sb, Checker: checker, Logger: s.log, Observer: agent.Observers(obs...)})
 	if err != nil {
 		return nil, out, argError("%v", err)
 	}

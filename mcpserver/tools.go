@@ -34,6 +34,9 @@ type ExecuteInput struct {
 	Limits   *Limits           `json:"limits,omitempty" jsonschema:"limits of this execution, within the server's caps"`
 	// KeepState runs the code as a cell of the session's kernel.
 	KeepState bool `json:"keep_state,omitempty" jsonschema:"python only: run the code as a cell of this session's kernel, whose variables, imports and loaded data stay for the next call with keep_state (pandas, numpy as np and matplotlib.pyplot as plt are loaded); the value of a final expression is returned, figures left open come back as images; only limits.timeout_seconds applies"`
+	// AllowHosts are the hosts the program may reach (HOST[:PORT]), within
+	// the server's egress ceiling; none: no network.
+	AllowHosts []string `json:"allow_hosts,omitempty" jsonschema:"hosts the program may reach through codeagent's HTTP proxy (HOST[:PORT], *.example.com), within the server's egress ceiling; none means no network"`
 }
 
 // ExecuteOutput is the `codeagent exec --json` object plus the files the
@@ -73,6 +76,7 @@ type RunTaskInput struct {
 	MaxIterations int               `json:"max_iterations,omitempty" jsonschema:"attempts at the program (1-20)"`
 	Tests         string            `json:"tests,omitempty" jsonschema:"pytest tests that import from solution; success means they pass (python only)"`
 	Verify        *bool             `json:"verify,omitempty" jsonschema:"ask the model whether a successful run completed the task (default true)"`
+	AllowHosts    []string          `json:"allow_hosts,omitempty" jsonschema:"hosts the programs may reach through codeagent's HTTP proxy (HOST[:PORT]), within the server's egress ceiling; none means no network"`
 }
 
 // RunTaskOutput is run_task's result.

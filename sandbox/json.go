@@ -26,6 +26,8 @@ type ResultJSON struct {
 	WallMS          int64  `json:"wall_ms"`
 	CPUMS           int64  `json:"cpu_ms"`
 	PeakMemoryBytes int64  `json:"peak_memory_bytes"`
+	// Egress is present when the execution had a network (see Network).
+	Egress *EgressJSON `json:"egress,omitempty"`
 }
 
 // JSON returns the JSON form of r.
@@ -42,6 +44,7 @@ func (r Result) JSON() ResultJSON {
 		WallMS:          r.WallTime.Milliseconds(),
 		CPUMS:           r.CPUTime.Milliseconds(),
 		PeakMemoryBytes: r.PeakMemory,
+		Egress:          r.Egress.JSON(),
 	}
 	if !utf8.Valid(r.Stdout) {
 		j.StdoutBase64 = base64.StdEncoding.EncodeToString(r.Stdout)

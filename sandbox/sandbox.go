@@ -75,6 +75,11 @@ type Spec struct {
 	// disk limit rests on the disk watcher; the Docker backend copies
 	// writes back at the end all the same.
 	LiveWorkspace bool
+	// Network, when set, lets the program reach the hosts it allows
+	// through codeagent's proxy; nil (the default) is no network. Gateway
+	// is set by the egress layer (see Gateway).
+	Network *Network
+	Gateway Gateway
 }
 
 // File is a read-only file placed inside the sandbox.
@@ -153,6 +158,8 @@ type Result struct {
 	WallTime        time.Duration
 	CPUTime         time.Duration
 	PeakMemory      int64
+	// Egress records the network, for a Spec with a Network.
+	Egress *Egress
 }
 
 // ExitStatus is the process exit status a command-line front end should

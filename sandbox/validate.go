@@ -37,5 +37,5 @@ func (s Spec) Validate() error {
 			return fmt.Errorf("%w: bad environment variable %q", ErrInvalidSpec, k)
 		}
 	}
-	return nil
+	return s.validateNetwork()
 }

@@ -124,9 +124,13 @@ func (s *Server) runAgent(ctx context.Context, o store.OwnedSession, sr *session
 	for _, k := range s.cfg.Keys {
 		secrets = append(secrets, k.Token)
 	}
+	checker, err := s.checkerFor(req.net)
+	if err != nil {
+		return nil, err
+	}
 	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: req.Verify == nil || *req.Verify,
-		Lang: req.Language, Secrets: secrets},
-		agent.Deps{Provider: provider, Sandbox: sr.Sandbox, Checker: s.checker, Logger: s.log, Observer: obs})
+		Lang: req.Language, Secrets: secrets, Network: req.net},
+		agent.Deps{Provider: provider, Sandbox: sr.Sandbox, Checker: checker, Logger: s.log, Observer: obs})
 	if err != nil {
 		return nil, err
 	}

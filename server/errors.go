@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
@@ -72,6 +73,8 @@ func classify(err error) *apiError {
 	var mb *http.MaxBytesError
 	var se *sandbox.SetupError
 	var kb *kernel.BusyError
+	var ce *egress.CeilingError
+	var re *egress.RuleError
 	var held *store.LeaseHeldError
 	var audit *session.AuditError
 	switch {
@@ -103,6 +106,10 @@ func classify(err error) *apiError {
 		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "not found"}
 	case errors.Is(err, store.ErrExists):
 		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: err.Error()}
+	case errors.As(err, &ce):
+		return &apiError{Status: http.StatusForbidden, Code: "network_not_allowed", Message: err.Error()}
+	case errors.As(err, &re):
+		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: "network.allow: " + err.Error()}
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
 	case errors.Is(err, sandbox.ErrSymlinkInPath):

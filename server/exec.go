@@ -26,6 +26,7 @@ type execRequest struct {
 	Stdin    string                     `json:"stdin"`
 	Env      map[string]string          `json:"env"`
 	Limits   map[string]json.RawMessage `json:"limits"`
+	Network  *networkRequest            `json:"network"`
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
@@ -82,6 +83,11 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	network, err := s.network(req.Network)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := s.beginExec(); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -107,7 +113,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	}
 	prog := "/code/main" + l.Ext
 	spec := sandbox.Spec{Command: l.Command(prog), Workspace: dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
-		Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits}
+		Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits, Network: network}
 	// Like every run, a one-shot execution is in the audit log before it
 	// starts (session.Audited); it belongs to no session, so its records
 	// name the key that asked for it.

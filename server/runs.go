@@ -13,6 +13,7 @@ import (
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // Run statuses.
@@ -242,10 +243,13 @@ func (s *Server) ownRun(r *http.Request) (*run, error) {
 
 // runRequest is the body of POST /v1/sessions/{id}/runs.
 type runRequest struct {
-	Task          string `json:"task"`
-	Language      string `json:"language"`
-	MaxIterations int    `json:"max_iterations"`
-	Verify        *bool  `json:"verify"`
+	Task          string          `json:"task"`
+	Language      string          `json:"language"`
+	MaxIterations int             `json:"max_iterations"`
+	Verify        *bool           `json:"verify"`
+	Network       *networkRequest `json:"network"`
+
+	net *sandbox.Network // Network, checked against the server's ceiling
 }
 
 func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
@@ -270,6 +274,11 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := lang.Lookup(req.Language); err != nil {
 		s.writeError(w, r, badRequest("%v", err))
+		return
+	}
+	var err error
+	if req.net, err = s.network(req.Network); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if s.isDraining() {

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/mcpserver"
@@ -92,6 +93,15 @@ type Config struct {
 	KernelLimits      sandbox.Limits
 	MaxKernels        int
 	KernelIdleTimeout time.Duration
+	// EgressCeiling is the widest network a request may ask for: every
+	// host of a /v1/exec request's or a run's network.allow must be within
+	// it (see egress.Within). Empty, the default, allows no network.
+	EgressCeiling []string
+	// EgressMaxBytes caps a request's network.max_bytes (default
+	// sandbox.DefaultEgressBytes); EgressResolve maps names to addresses
+	// for every network (tests: serve --egress-resolve).
+	EgressMaxBytes int64
+	EgressResolve  map[string]string
 }
 
 // The defaults of the upload cap and the session quotas.
@@ -124,6 +134,12 @@ func (c Config) Validate() error {
 		if err := validAllowedHost(h); err != nil {
 			return fmt.Errorf("server: %w", err)
 		}
+	}
+	if _, err := egress.NewPolicy(c.EgressCeiling); err != nil {
+		return fmt.Errorf("server: egress ceiling: %w", err)
+	}
+	if c.EgressMaxBytes < 0 {
+		return errors.New("server: EgressMaxBytes must not be negative")
 	}
 	return nil
 }
@@ -172,6 +188,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxIterations <= 0 {
 		c.MaxIterations = 5
 	}
+	if c.EgressMaxBytes == 0 {
+		c.EgressMaxBytes = sandbox.DefaultEgressBytes
+	}
 	return c
 }
 
@@ -180,8 +199,11 @@ type Deps struct {
 	Store   *store.Store
 	Sandbox sandbox.Sandbox
 	// Checker is the static checker of runs; nil builds one with the
-	// default policy.
-	Checker *safety.Checker
+	// default policy. NetChecker checks runs with a network; nil builds one
+	// from Policy (nil: the default) with HTTP clients allowed.
+	Checker    *safety.Checker
+	NetChecker *safety.Checker
+	Policy     *safety.Policy
 	// Model configures the provider of runs; nil means no model, and runs
 	// then fail at once with ModelError in their done event.
 	Model      *llm.Config
@@ -209,6 +231,7 @@ type Server struct {
 	// uploadLocks gives each session's uploads their turn (quotas).
 	uploadLocks sessionLocks
 	checker     *safety.Checker
+	netChk      safety.Lazy // the checker of runs with a network
 	ownChk      bool
 	kernels     *kernel.Manager
 	ownKernels  bool
@@ -327,6 +350,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.ownKernels {
 		s.kernels.Close()
 	}
+	s.netChk.Close()
 	return nil
 }
 

@@ -47,6 +47,10 @@ func (a *audited) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		files[f.Path] = hex.EncodeToString(s[:])
 	}
 	start := map[string]any{"command": spec.Command, "files_sha256": files, "limits": spec.Limits.WithDefaults()}
+	if n := spec.Network; n != nil {
+		// The network granted, and any test overrides of DNS, before it runs.
+		start["network"] = map[string]any{"allow": n.Allow, "max_bytes": n.MaxBytes, "resolve": n.Resolve}
+	}
 	return a.rec.Execution(start, func() (sandbox.Result, error) { return a.next.Run(ctx, spec) })
 }
 
@@ -74,6 +78,10 @@ func (r *Recorder) Execution(start map[string]any, run func() (sandbox.Result, e
 	res, runErr := run()
 	end := map[string]any{"exec": k, "status": res.Status.String(), "exit_code": res.ExitCode, "signal": res.Signal,
 		"wall_ms": res.WallTime.Milliseconds(), "cpu_ms": res.CPUTime.Milliseconds(), "peak_memory_bytes": res.PeakMemory}
+	if res.Egress != nil {
+		// Every connection attempt, allowed or refused, with its bytes.
+		end["egress"] = res.Egress.JSON()
+	}
 	if runErr != nil {
 		end["status"], end["error"] = sandbox.StatusSandboxError.String(), runErr.Error()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/codeagent/codeagent/agent"
@@ -47,5 +48,40 @@ func TestAuditedFailsClosed(t *testing.T) {
 	}
 	if rec.Err() == nil {
 		t.Fatal("the lost record was not remembered")
+	}
+}
+
+type egressSandbox struct{}
+
+func (egressSandbox) Run(_ context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	return sandbox.Result{Status: sandbox.StatusOK, Egress: &sandbox.Egress{Allow: spec.Network.Allow,
+		Connections: []sandbox.Connection{{Method: "CONNECT", Host: "evil.test", Port: 443, Reason: "not in the allow list"}}}}, nil
+}
+func (egressSandbox) Close() error { return nil }
+
+// TestAuditedNetwork: exec_start names the network an execution is given
+// (and the test overrides of DNS), exec_end every connection attempt.
+func TestAuditedNetwork(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "codeagent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sb := Audited(egressSandbox{}, NewRecorder(ctx, st, "s", "", "run1", nil))
+	nw := &sandbox.Network{Allow: []string{"api.test"}, MaxBytes: 1 << 20, Resolve: map[string]string{"api.test": "127.0.0.1:9"}}
+	if _, err := sb.Run(ctx, sandbox.Spec{Command: []string{"true"}, Network: nw}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := st.AuditLog(ctx, "s")
+	if len(recs) != 2 {
+		t.Fatalf("records %+v", recs)
+	}
+	start, end := string(recs[0].Data), string(recs[1].Data)
+	if !strings.Contains(start, `"network":{"allow":["api.test"],"max_bytes":1048576,"resolve":{"api.test":"127.0.0.1:9"}}`) {
+		t.Errorf("exec_start: %s", start)
+	}
+	if !strings.Contains(end, `"host":"evil.test"`) || !strings.Contains(end, `"allowed":false`) {
+		t.Errorf("exec_end: %s", end)
 	}
 }

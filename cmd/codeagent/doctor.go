@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/codeagent/codeagent/sandbox/namespace"
@@ -62,6 +63,7 @@ func printDoctor(w io.Writer, r namespace.Report) {
 	fmt.Fprintf(w, "disk limit by:     %s\n", r.DiskLimit)
 	fmt.Fprintf(w, "running as root:   %s\n", yes(r.Root))
 	fmt.Fprintf(w, "programs run as:   host uid %d (%s)\n", r.ProgramUID, r.ProgramUIDNote)
+	fmt.Fprintf(w, "network egress:    %s\n", egressSupport(r.Root))
 	backend := "namespace (bubblewrap)"
 	if !r.Usable {
 		backend = "none: codeagent refuses to run programs on this host"
@@ -73,4 +75,19 @@ func printDoctor(w io.Writer, r namespace.Report) {
 	for _, x := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", strings.TrimSpace(x))
 	}
+}
+
+// egressSupport says how --allow-host gets its proxy's listener into a
+// sandbox: as root by entering its network namespace, otherwise by a
+// helper (nsenter and python3 from the host's /usr) that must be there.
+func egressSupport(root bool) string {
+	if root {
+		return "by allow list (--allow-host; the proxy's listener made in the sandbox's network namespace)"
+	}
+	for _, p := range []string{"/usr/bin/nsenter", "/usr/bin/python3"} {
+		if _, err := os.Stat(p); err != nil {
+			return "no: " + p + " is missing (util-linux, python3), which opens the proxy's listener in a sandbox run by a user"
+		}
+	}
+	return "by allow list (--allow-host; the proxy's listener opened in the sandbox by nsenter and python3)"
 }

@@ -32,6 +32,7 @@ type execOptions struct {
 	Backend   string
 	AllowWeak bool
 	Manifest  string // path of a manifest whose tool limits apply under the flags
+	Net       networkFlags
 	Backends  *backendFlags
 }
 
@@ -54,6 +55,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	o.Backends = addBackendFlags(fs)
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the language's tool must be listed; its limits apply under the flags")
+	o.Net.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -78,9 +80,9 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	}
 	limits := sandbox.DefaultLimits()
 	backend := o.Backend
+	var m *manifest.Manifest
 	if o.Manifest != "" {
-		m, err := manifest.Load(o.Manifest)
-		if err != nil {
+		if m, err = manifest.Load(o.Manifest); err != nil {
 			return sandbox.Result{}, usageError{err}
 		}
 		tool, err := m.ToolFor(language.Name)
@@ -93,6 +95,10 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		}
 	}
 	limits = limits.Overlay(o.Limits)
+	network, err := o.Net.network(m)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
 	// The workspace first: a refused --workdir is said before the sandbox
 	// starts.
 	ws, err := workspace.New(o.Workdir)
@@ -126,6 +132,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		Files:     []sandbox.File{{Path: progPath, Data: code}},
 		Env:       env,
 		Limits:    limits,
+		Network:   network,
 	}
 	if !o.JSON {
 		// Like python3's, exec's output is often piped into another
@@ -229,6 +236,7 @@ func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
 	if res.StdoutTruncated || res.StderrTruncated {
 		fmt.Fprintln(s.err, "codeagent: output truncated at the output limit")
 	}
+	printRefused(s.err, res.Egress)
 	if res.Message != "" && res.Status != sandbox.StatusOK && res.Status != sandbox.StatusError {
 		printErr(s.err, "%s", res.Message)
 	}

@@ -140,7 +140,7 @@ func TestExecSandboxUnavailable(t *testing.T) {
 
 func TestDoctor(t *testing.T) {
 	code, out, _ := runCLI(t, "", "doctor")
-	if code != 0 || !strings.Contains(out, "backend:           namespace") {
+	if code != 0 || !strings.Contains(out, "backend:           namespace") || !strings.Contains(out, "network egress:    by allow list") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

@@ -25,6 +25,7 @@ type mcpOptions struct {
 	Backend   string
 	AllowWeak bool
 	Provider  *providerFlags
+	Egress    ceilingFlags
 	Getenv    func(string) string
 	setFlags  map[string]bool
 }
@@ -41,6 +42,7 @@ func cmdMCP(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	o.Provider = addProviderFlags(fs)
+	o.Egress.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -116,7 +118,12 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 	km := kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb}, Logger: logger})
 	defer km.Close() // after the server, before the sandbox
 	deps.Store, deps.Sandbox, deps.Kernels = st, sb, km
-	srv, err := mcpserver.New(mcpserver.Config{Version: version}, deps)
+	resolve, err := o.Egress.resolveMap()
+	if err != nil {
+		return err
+	}
+	srv, err := mcpserver.New(mcpserver.Config{Version: version, EgressCeiling: o.Egress.ceiling,
+		EgressMaxBytes: o.Egress.maxBytes, EgressResolve: resolve}, deps)
 	if err != nil {
 		return usageError{err}
 	}

@@ -50,6 +50,7 @@ type runOptions struct {
 	Wait            bool   // wait for a session another process is running
 	DataDir         string
 	Manifest        string
+	Net             networkFlags
 	Getenv          func(string) string
 
 	setFlags map[string]bool // flags given on the command line
@@ -90,6 +91,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Wait, "wait", false, "with --session: wait while another process runs the session instead of failing")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
+	o.Net.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -143,6 +145,13 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	m, policy, err := o.applyManifest()
 	if err != nil {
 		return nil, err
+	}
+	network, err := o.Net.network(m)
+	if err != nil {
+		return nil, err
+	}
+	if network != nil {
+		policy = policy.WithNetwork() // the proxy decides the hosts; HTTP clients may be used
 	}
 	cfg, err := o.Provider.resolve(o.Getenv)
 	if err != nil {
@@ -237,7 +246,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	}
 	a, err := agent.New(agent.Config{
 		MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
-		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests,
+		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
 		Secrets: []string{cfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)},
 	}, agent.Deps{Provider: provider, Sandbox: run.Sandbox, Checker: checker, Logger: logger, Observer: agent.Observers(obs, run.Rec)})
 	if err != nil {

@@ -49,6 +49,7 @@ type serveOptions struct {
 	AllowWeak       bool
 	ShutdownTimeout time.Duration
 	Provider        *providerFlags
+	Egress          ceilingFlags
 	Backends        *backendFlags
 	Getenv          func(string) string
 }
@@ -92,6 +93,7 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
 	durationVar(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, boundShutdown, "how long running executions may take to finish at shutdown")
 	o.Provider = addProviderFlags(fs)
+	o.Egress.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -177,7 +179,11 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	scfg := server.Config{DataDir: dataDir, Keys: keys, LocalToken: token, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
 		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
 		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm,
-		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle}
+		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle,
+		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes}
+	if scfg.EgressResolve, err = o.Egress.resolveMap(); err != nil {
+		return err
+	}
 	if err := scfg.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -211,7 +217,8 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		Max: scfg.MaxKernels, IdleTimeout: scfg.KernelIdleTimeout, Logger: logger})
 	defer deps.Kernels.Close()
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version, SessionMaxBytes: o.SessionMaxBytes,
-		SessionMaxFiles: o.SessionMaxFiles}, mcpserver.Deps{Sandbox: sb, Store: st,
+		SessionMaxFiles: o.SessionMaxFiles, EgressCeiling: scfg.EgressCeiling, EgressMaxBytes: scfg.EgressMaxBytes,
+		EgressResolve: scfg.EgressResolve}, mcpserver.Deps{Sandbox: sb, Store: st,
 		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger, Kernels: deps.Kernels})
 	if err != nil {
 		return err

@@ -3,11 +3,13 @@
 package backends
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 
+	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/docker"
 	"github.com/codeagent/codeagent/sandbox/kubernetes"
@@ -51,7 +53,17 @@ func Names() []string { return []string{"auto", "namespace", "docker", "kubernet
 
 // Open returns the backend called name; "" and "auto" choose the namespace
 // backend. Errors from a backend that cannot run here are *sandbox.SetupError.
+// Every backend comes with its egress proxy (egress.Wrap): a Spec with a
+// Network reaches the hosts it allows, any other no network at all.
 func Open(name string, opts Options) (sandbox.Sandbox, error) {
+	sb, err := open(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return egress.Wrap(sb), nil
+}
+
+func open(name string, opts Options) (sandbox.Sandbox, error) {
 	switch name {
 	case "", "auto", "namespace":
 		b, err := namespace.New(namespace.Config{AllowWeakIsolation: opts.AllowWeakIsolation, Warm: opts.Warm,
@@ -74,7 +86,24 @@ func Open(name string, opts Options) (sandbox.Sandbox, error) {
 		if err != nil {
 			return nil, err
 		}
-		return b, nil
+		return noNetwork{b, name}, nil
 	}
 	return nil, fmt.Errorf("%w %q (want one of %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+}
+
+// noNetwork is a backend that cannot hand a program the egress proxy
+// (sandbox.Gateway): a Spec with a Network is refused, rather than run
+// with proxy settings that lead nowhere.
+type noNetwork struct {
+	sandbox.Sandbox
+	name string
+}
+
+func (n noNetwork) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if spec.Network != nil {
+		err := fmt.Errorf("%w: the %s backend gives programs no network; an allow list needs the namespace or docker backend",
+			sandbox.ErrInvalidSpec, n.name)
+		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
+	}
+	return n.Sandbox.Run(ctx, spec)
 }

@@ -42,6 +42,9 @@ func engineOrSkip(t testing.TB) {
 func newTestBackend(t testing.TB, cfg Config) *Backend {
 	t.Helper()
 	engineOrSkip(t)
+	if cfg.Image == "" {
+		cfg.Image = os.Getenv("CODEAGENT_TEST_IMAGE") // another build of images/build-offline.sh
+	}
 	b, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

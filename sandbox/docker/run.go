@@ -154,6 +154,9 @@ func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Resul
 	cli := e.b.cli
 	actx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
+	if err := e.b.openGateway(actx, e.bx, e.spec.Gateway); err != nil { // egress: see package egress
+		return res, &sandbox.SetupError{Reason: "network", Err: err}
+	}
 	ec, err := cli.ExecCreate(actx, e.bx.id, client.ExecCreateOptions{
 		User:         e.b.user,
 		AttachStdin:  e.spec.Stdin != nil,

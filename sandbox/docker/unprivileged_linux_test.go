@@ -28,20 +28,7 @@ func TestUnprivilegedCaller(t *testing.T) {
 		asNobody(t, "TestUnprivilegedCaller")
 		return
 	}
-	// On cgroup v1, with a runtime that ignores the engine's socket memory
-	// limit, codeagent cannot set it without root: refused, unless weak
-	// isolation is accepted.
-	strict := newTestBackend(t, Config{})
-	_, err := strict.Run(context.Background(), sandbox.Spec{Command: []string{"true"}, Workspace: t.TempDir()})
-	weak := err != nil
-	if err != nil && !errors.Is(err, errNoTCPLimit) {
-		t.Fatal(err)
-	}
-	if err := strict.Close(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("cgroup v1: %v; socket memory limit refused: %v", strict.v1, weak)
-	b := newTestBackend(t, Config{AllowWeakIsolation: weak})
+	b := unprivilegedBackend(t)
 	ws := t.TempDir()
 	write(t, filepath.Join(ws, "private.txt"), "mine")
 	write(t, filepath.Join(ws, "sub/gone.txt"), "gone")
@@ -135,6 +122,24 @@ time.sleep(60)
 	assertNothingLeft(t, b.pool.id, b.pool.dir)
 }
 
+// unprivilegedBackend is the backend of a caller that is not root. On
+// cgroup v1, with a runtime that ignores the engine's socket memory limit,
+// codeagent cannot set it without root: refused, unless weak isolation is
+// accepted, which it then is.
+func unprivilegedBackend(t *testing.T) *Backend {
+	strict := newTestBackend(t, Config{})
+	_, err := strict.Run(context.Background(), sandbox.Spec{Command: []string{"true"}, Workspace: t.TempDir()})
+	weak := err != nil
+	if err != nil && !errors.Is(err, errNoTCPLimit) {
+		t.Fatal(err)
+	}
+	if err := strict.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cgroup v1: %v; socket memory limit refused: %v", strict.v1, weak)
+	return newTestBackend(t, Config{AllowWeakIsolation: weak})
+}
+
 func fileExists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
@@ -159,6 +164,9 @@ func asNobody(t *testing.T, name string) {
 	env := []string{"DOCKER_HOST=unix://" + sock}
 	if os.Getenv("CI") != "" {
 		env = append(env, "CI=1")
+	}
+	if img := os.Getenv("CODEAGENT_TEST_IMAGE"); img != "" {
+		env = append(env, "CODEAGENT_TEST_IMAGE="+img)
 	}
 	out, err := sandboxtest.AsUser(t, 65534, int(gid), "^"+name+"$", 10*time.Minute, env...)
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {

@@ -251,6 +251,9 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	if err == nil && !r.b.asRoot() {
 		err = verifyWorkspace(childPid, wsFile)
 	}
+	if err == nil {
+		err = openGateway(childPid, r.spec.Gateway) // egress: see package egress
+	}
 	if err != nil {
 		_ = l.cmd.Process.Kill()
 		_ = l.cmd.Wait()

@@ -42,8 +42,8 @@ func startupVar(k string) bool {
 // file below /code; limits that leave room for the preloaded stack; and
 // the environment a warm interpreter started with where it matters.
 func (b *Backend) warmArgs(spec sandbox.Spec, lim sandbox.Limits) ([]string, bool) {
-	if b.warm == nil || !b.asRoot() || b.cgroups == nil {
-		return nil, false
+	if b.warm == nil || !b.asRoot() || b.cgroups == nil || spec.Network != nil || spec.Gateway != nil {
+		return nil, false // a warm sandbox has no network
 	}
 	c := spec.Command
 	if len(c) < 2 || c[0] != "python3" {

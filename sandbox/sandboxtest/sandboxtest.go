@@ -56,6 +56,7 @@ func RunWith(t *testing.T, sb sandbox.Sandbox, f Features) {
 	sb = withFeatures{sb, f}
 	t.Run("Benign", func(t *testing.T) { RunBenign(t, sb) })
 	t.Run("Security", func(t *testing.T) { RunSecurity(t, sb) })
+	t.Run("Egress", func(t *testing.T) { RunEgress(t, sb) })
 }
 
 type withFeatures struct {
@@ -88,6 +89,7 @@ type program struct {
 	env    map[string]string
 	stdin  string
 	mark   string // set in the environment, so that its processes can be found on the host
+	net    *sandbox.Network
 }
 
 // exec runs p and fails the test on a setup error. It also checks the
@@ -119,6 +121,7 @@ func execute(t *testing.T, sb sandbox.Sandbox, p program) sandbox.Result {
 		Files:     []sandbox.File{{Path: path, Data: []byte(p.code)}},
 		Env:       env,
 		Limits:    p.limits,
+		Network:   p.net,
 	}
 	if p.stdin != "" {
 		spec.Stdin = strings.NewReader(p.stdin)
