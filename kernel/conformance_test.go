@@ -120,7 +120,7 @@ func TestConformanceAsCells(t *testing.T) {
 	warmUp(t, b)
 	time.Sleep(5 * time.Second) // the rest of the pool
 	// A kernel's workspace is bound itself (Spec.LiveWorkspace), so its
-	// disk limit is the disk watcher's.
-	sandboxtest.RunWith(t, cellSandbox{b, t}, sandboxtest.Features{ReactiveDisk: true})
+	// disk limit is the disk watcher's; a kernel has no network.
+	sandboxtest.RunWith(t, cellSandbox{b, t}, sandboxtest.Features{ReactiveDisk: true, NoNetwork: true})
 	t.Logf("%d kernels started warm", b.WarmRuns())
 }
