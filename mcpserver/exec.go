@@ -130,6 +130,9 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, out, err
 	}
+	if err := s.checkKeepState(l, in); err != nil {
+		return nil, out, err
+	}
 	network, err := s.network(in.AllowHosts)
 	if err != nil {
 		return nil, out, err
@@ -153,9 +156,13 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if s.deps.Store != nil {
 		rec = session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log)
 		if err := rec.Audit("execute_code", map[string]any{"language": l.Name, "code": in.Code,
-			"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts}); err != nil {
+			"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts,
+			"keep_state": in.KeepState}); err != nil {
 			return nil, out, &session.AuditError{Err: err}
 		}
+	}
+	if in.KeepState {
+		return s.executeCell(ctx, st, ws, in, limits, before, rec)
 	}
 	sb := s.sandbox(st, rec)
 	prog := "/code/main" + l.Ext
@@ -176,16 +183,8 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return nil, out, err
 	}
 	out.ResultJSON = res.JSON()
-	if rec != nil {
-		rec.Event(agent.Event{Type: agent.EventExecuted,
-			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: res.WallTime.Milliseconds()})
-	}
-	out.Files, out.Skipped, err = ws.Changes(before, workspace.Limits{}, nil)
-	if err != nil {
+	if err := collect(rec, ws, before, &out, res.WallTime); err != nil {
 		return nil, out, err
-	}
-	if out.Files == nil {
-		out.Files = []workspace.Artifact{}
 	}
 	images, names := s.images(ws, out.Files)
 	out.Images = names
@@ -225,6 +224,24 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "check_code", Findings: out.Findings, Safe: &safe})
 	}
 	return nil, out, nil
+}
+
+// collect records an execution's result (with rec) and puts the
+// workspace's changes since before in out.
+func collect(rec *session.Recorder, ws *workspace.Workspace, before workspace.Snapshot, out *ExecuteOutput, wall time.Duration) error {
+	if rec != nil {
+		rec.Event(agent.Event{Type: agent.EventExecuted,
+			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: wall.Milliseconds()})
+	}
+	var err error
+	out.Files, out.Skipped, err = ws.Changes(before, workspace.Limits{}, nil)
+	if err != nil {
+		return err
+	}
+	if out.Files == nil {
+		out.Files = []workspace.Artifact{}
+	}
+	return nil
 }
 
 // resultWith is a tool result holding out as JSON text followed by images.

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/safety"
@@ -153,6 +154,10 @@ type Deps struct {
 	Manifest *manifest.Manifest
 	// Secrets are redacted from everything run_task shows.
 	Secrets []string
+	// Kernels runs execute_code's cells with keep_state, one kernel per
+	// MCP session; nil means keep_state is refused. The Server does not
+	// close it.
+	Kernels *kernel.Manager
 	Logger  *slog.Logger
 }
 

@@ -100,6 +100,9 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	}
 	st.cancel()
 	st.calls.Wait()
+	if s.deps.Kernels != nil {
+		s.deps.Kernels.Forget(kernelKey(st))
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.ws != nil {
@@ -165,7 +168,7 @@ func (st *sessionState) lock(ctx context.Context) (unlock func(), err error) {
 // sandbox is the server's sandbox for one call of the session: under its
 // rate limit and, with rec, audited before each execution (see
 // session.Audited) once the limit admits it.
-func (s *Server) sandbox(st *sessionState, rec *session.Recorder) sandbox.Sandbox {
+func (s *Server) sandbox(st *sessionState, rec *session.Recorder) *ratelimit.Limiter {
 	var sb sandbox.Sandbox = shared{s.deps.Sandbox}
 	if rec != nil {
 		sb = session.Audited(sb, rec)

@@ -7,6 +7,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/safety"
@@ -31,16 +32,24 @@ type ExecuteInput struct {
 	Files    map[string]string `json:"files,omitempty" jsonschema:"text files to write into the workspace first: plain name to content"`
 	Stdin    string            `json:"stdin,omitempty" jsonschema:"the program's standard input"`
 	Limits   *Limits           `json:"limits,omitempty" jsonschema:"limits of this execution, within the server's caps"`
+	// KeepState runs the code as a cell of the session's kernel.
+	KeepState bool `json:"keep_state,omitempty" jsonschema:"python only: run the code as a cell of this session's kernel, whose variables, imports and loaded data stay for the next call with keep_state (pandas, numpy as np and matplotlib.pyplot as plt are loaded); the value of a final expression is returned, figures left open come back as images; only limits.timeout_seconds applies"`
 	// AllowHosts are the hosts the program may reach (HOST[:PORT]), within
 	// the server's egress ceiling; none: no network.
 	AllowHosts []string `json:"allow_hosts,omitempty" jsonschema:"hosts the program may reach through codeagent's HTTP proxy (HOST[:PORT], *.example.com), within the server's egress ceiling; none means no network"`
 }
 
 // ExecuteOutput is the `codeagent exec --json` object plus the files the
-// program created or changed.
+// program created or changed; with keep_state also what the cell displayed
+// (images as image content) and the kernel's fate.
 type ExecuteOutput struct {
 	sandbox.ResultJSON
-	Files []workspace.Artifact `json:"files" jsonschema:"workspace files the program created or changed"`
+	ExecutionCount  int                  `json:"execution_count,omitempty" jsonschema:"with keep_state: the cell's number in its kernel"`
+	Display         []kernel.Display     `json:"display,omitempty" jsonschema:"with keep_state: MIME bundles the cell showed (images are returned as image content instead)"`
+	KernelDied      bool                 `json:"kernel_died,omitempty" jsonschema:"with keep_state: the kernel ended during this cell and its state is lost"`
+	KernelRestarted bool                 `json:"kernel_restarted,omitempty" jsonschema:"with keep_state: the previous kernel had ended (restart_reason) and this cell ran in a fresh one"`
+	RestartReason   string               `json:"restart_reason,omitempty"`
+	Files           []workspace.Artifact `json:"files" jsonschema:"workspace files the program created or changed"`
 	// Images lists the files also returned as image content.
 	Images  []string            `json:"images,omitempty" jsonschema:"files also returned as image content"`
 	Skipped []workspace.Skipped `json:"skipped,omitempty" jsonschema:"entries left out of files, with the reason"`
@@ -159,7 +168,8 @@ func (s *Server) addTools() error {
 		mcp.AddTool(s.mcp, &mcp.Tool{Name: "execute_code", InputSchema: schema,
 			Description: "Run a program in codeagent's sandbox (no network; the session's workspace is the working directory; " +
 				"files persist between calls of the session). Returns the `codeagent exec --json` object with the files the " +
-				"program created or changed; images it wrote are returned as image content. Languages: " + langs + "."},
+				"program created or changed; images it wrote are returned as image content. With keep_state (Python) the code is a " +
+				"cell of the session's kernel: its variables stay for the next cell. Languages: " + langs + "."},
 			s.executeCode)
 	}
 	checkSchema, err := inputSchema[CheckInput](func(sc *jsonschema.Schema) {

@@ -8,9 +8,13 @@ import (
 // CappedBuffer keeps the first Cap bytes written to it and counts the rest,
 // never failing a write, so that a program is not blocked on a full pipe.
 // When Live is set, kept bytes are also copied to it as they arrive.
+//
+// With Stream set, everything goes to Live and nothing is kept or counted
+// (Spec.Stream).
 type CappedBuffer struct {
-	Cap  int64
-	Live io.Writer
+	Cap    int64
+	Live   io.Writer
+	Stream bool
 
 	mu        sync.Mutex
 	buf       []byte
@@ -20,6 +24,12 @@ type CappedBuffer struct {
 
 // Write implements io.Writer; it always reports len(p) bytes written.
 func (c *CappedBuffer) Write(p []byte) (int, error) {
+	if c.Stream {
+		if c.Live != nil {
+			_, _ = c.Live.Write(p)
+		}
+		return len(p), nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.total += int64(len(p))

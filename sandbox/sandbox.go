@@ -58,6 +58,23 @@ type Spec struct {
 	Stdout, Stderr io.Writer
 	// Limits bound the execution; zero fields take DefaultLimits' values.
 	Limits Limits
+	// Stream sends all of stdout and stderr to Stdout and Stderr as it
+	// comes, without Limits.Output's cap, and keeps none of it in the
+	// Result: for a long-lived program whose caller reads, bounds and
+	// parses what it writes (a kernel, see package kernel). The program
+	// waits while Stdout or Stderr do.
+	Stream bool
+	// Started, when set, is called once the program runs, with a handle
+	// on it that is valid until Run returns. Backends that cannot offer
+	// one do not call it.
+	Started func(Running)
+	// LiveWorkspace asks that the program's writes reach Workspace as
+	// they happen, for a long-lived program whose files are read while it
+	// runs (a kernel's figures). The namespace backend then binds the
+	// workspace itself instead of an overlay merged at the end, so its
+	// disk limit rests on the disk watcher; the Docker backend copies
+	// writes back at the end all the same.
+	LiveWorkspace bool
 	// Network, when set, lets the program reach the hosts it allows
 	// through codeagent's proxy; nil (the default) is no network. Gateway
 	// is set by the egress layer (see Gateway).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/egress"
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/session"
@@ -71,6 +72,7 @@ func classify(err error) *apiError {
 	var le *ratelimit.LimitError
 	var mb *http.MaxBytesError
 	var se *sandbox.SetupError
+	var kb *kernel.BusyError
 	var ce *egress.CeilingError
 	var re *egress.RuleError
 	var held *store.LeaseHeldError
@@ -87,6 +89,14 @@ func classify(err error) *apiError {
 		return &apiError{Status: http.StatusInternalServerError, Code: "audit_failed", Message: publicMessage(audit.Error())}
 	case errors.As(err, &qf):
 		return &apiError{Status: http.StatusTooManyRequests, Code: "queue_full", Message: err.Error(), RetryAfter: qf.RetryAfter}
+	case errors.As(err, &kb):
+		return &apiError{Status: http.StatusTooManyRequests, Code: "kernels_busy", Message: err.Error(), RetryAfter: kb.RetryAfter}
+	case errors.Is(err, kernel.ErrInvalid):
+		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
+	case errors.Is(err, kernel.ErrWorkspace):
+		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: err.Error()}
+	case errors.Is(err, kernel.ErrEnded):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "kernel_ended", Message: "the kernel ended before the cell ran: try again", RetryAfter: time.Second}
 	case errors.As(err, &le):
 		return &apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: err.Error(), RetryAfter: le.Wait}
 	case errors.As(err, &mb):

@@ -31,6 +31,19 @@ type execRequest struct {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
+// programLanguage is the language of a program to run, which must not
+// be empty.
+func programLanguage(language, code string) (lang.Language, error) {
+	l, err := lang.Lookup(language)
+	if err != nil {
+		return l, badRequest("%v", err)
+	}
+	if strings.TrimSpace(code) == "" {
+		return l, badRequest("code is required")
+	}
+	return l, nil
+}
+
 // handleExec runs one program in a fresh temporary workspace holding the
 // request's files and answers with the `exec --json` result object.
 func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
@@ -39,13 +52,9 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := lang.Lookup(req.Language)
+	l, err := programLanguage(req.Language, req.Code)
 	if err != nil {
-		s.writeError(w, r, badRequest("%v", err))
-		return
-	}
-	if strings.TrimSpace(req.Code) == "" {
-		s.writeError(w, r, badRequest("code is required"))
+		s.writeError(w, r, err)
 		return
 	}
 	if len(req.Files) > maxExecFiles || len(req.Env) > maxExecEnv {

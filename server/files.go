@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -75,12 +76,9 @@ func (s *Server) sessionRoot(r *http.Request, write bool) (*os.Root, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	if write && s.runs.activeIn(o.ID) != "" {
-		return nil, "", conflict("a run is using the session's workspace; wait for it or cancel it")
-	}
 	if write {
-		if l, live, err := s.deps.Store.SessionLease(r.Context(), o.ID); err == nil && live {
-			return nil, "", conflict("a run of another codeagent process (%s) is using the session's workspace", l.Owner.Describe())
+		if err := s.workspaceFree(r.Context(), o.ID); err != nil {
+			return nil, "", err
 		}
 	}
 	ws, err := s.sessionWorkspace(o.Owner, o.ID)
@@ -92,6 +90,18 @@ func (s *Server) sessionRoot(r *http.Request, write bool) (*os.Root, string, err
 		return nil, "", fmt.Errorf("workspace: %w", err)
 	}
 	return root, ws.Dir, nil
+}
+
+// workspaceFree refuses changes to session id's workspace while a run, of
+// this server or another process, is using it.
+func (s *Server) workspaceFree(ctx context.Context, id string) error {
+	if s.runs.activeIn(id) != "" {
+		return conflict("a run is using the session's workspace; wait for it or cancel it")
+	}
+	if l, live, err := s.deps.Store.SessionLease(ctx, id); err == nil && live {
+		return conflict("a run of another codeagent process (%s) is using the session's workspace", l.Owner.Describe())
+	}
+	return nil
 }
 
 func (s *Server) handleListFiles(w http.ResponseWriter, r *http.Request) {

@@ -133,6 +133,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		header(w, g.name, "gauge", g.help)
 		fmt.Fprintf(w, "%s %d\n", g.name, g.v)
 	}
+	s.writeKernelMetrics(w)
 	header(w, "codeagent_runs_total", "counter", "Finished agent runs by outcome.")
 	for _, k := range sortedKeys(m.runs) {
 		fmt.Fprintf(w, "codeagent_runs_total{outcome=%q} %d\n", k, m.runs[k])

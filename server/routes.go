@@ -47,6 +47,8 @@ func (s *Server) routes() http.Handler {
 	api("GET /v1/runs/{id}/events", kindStream, bodyNone, s.handleRunEvents)
 	api("POST /v1/runs/{id}/cancel", kindPlain, bodyNone, s.handleCancelRun)
 	api("POST /v1/exec", kindExec, bodyJSON, s.handleExec)
+	api("POST /v1/sessions/{id}/exec", kindExec, bodyJSON, s.handleSessionExec)
+	api("DELETE /v1/sessions/{id}/kernel", kindPlain, bodyNone, s.handleRestartKernel)
 	if s.deps.MCP != nil {
 		// Streamable HTTP holds responses open: no write deadline. The
 		// guard checks Host and Origin here as everywhere.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/egress"
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/safety"
@@ -84,6 +85,14 @@ type Config struct {
 	MaxIterations int
 	// Warm is the sandbox pool size, reported in the metrics.
 	Warm int
+	// KernelLimits bound each session's kernel over its life (zero
+	// fields take kernel.DefaultLimits'); MaxKernels caps the live
+	// kernels (default 4 per CPU: then the least recently used idle one is
+	// evicted, and with none idle a cell gets 429); KernelIdleTimeout ends
+	// an idle kernel (default 10 min).
+	KernelLimits      sandbox.Limits
+	MaxKernels        int
+	KernelIdleTimeout time.Duration
 	// EgressCeiling is the widest network a request may ask for: every
 	// host of a /v1/exec request's or a run's network.allow must be within
 	// it (see egress.Within). Empty, the default, allows no network.
@@ -203,8 +212,11 @@ type Deps struct {
 	Secrets []string
 	// MCP, when set, is served at /mcp behind the same keys; MCP sessions
 	// are owned by the key that opened them.
-	MCP    *mcpserver.Server
-	Logger *slog.Logger
+	MCP *mcpserver.Server
+	// Kernels runs the sessions' kernels; nil makes one from the Config
+	// (closed by Shutdown). Share it with MCP so that one cap holds.
+	Kernels *kernel.Manager
+	Logger  *slog.Logger
 }
 
 // Server serves the API and the page. Create it with New.
@@ -221,6 +233,8 @@ type Server struct {
 	checker     *safety.Checker
 	netChk      safety.Lazy // the checker of runs with a network
 	ownChk      bool
+	kernels     *kernel.Manager
+	ownKernels  bool
 	closeChk    sync.Once
 	handler     http.Handler
 
@@ -273,6 +287,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.auth = newAuthenticator(keys, cfg.RatePerSecond, cfg.RateBurst)
 	s.runs = newRunRegistry()
+	if s.kernels = deps.Kernels; s.kernels == nil {
+		s.kernels, s.ownKernels = kernel.NewManager(cfg.kernelsConfig(deps.Sandbox, log)), true
+	}
 	s.recover()
 	s.handler = s.routes()
 	return s, nil
@@ -329,6 +346,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.ownChk {
 		s.closeChk.Do(s.checker.Close)
+	}
+	if s.ownKernels {
+		s.kernels.Close()
 	}
 	s.netChk.Close()
 	return nil

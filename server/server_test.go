@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/llmtest"
 	"github.com/codeagent/codeagent/mcpserver"
@@ -33,6 +34,7 @@ type testServer struct {
 	sb    sandbox.Sandbox
 	model *llmtest.Server
 	data  string
+	km    *kernel.Manager // shared with MCP, closed before the sandbox
 }
 
 type testOptions struct {
@@ -40,9 +42,12 @@ type testOptions struct {
 	noModel bool
 	replies []llmtest.Reply
 	warm    int
-	mcp     bool // serve MCP at /mcp
-	mcpCfg  mcpserver.Config
-	data    string // the data directory; default a new temporary one
+	// warmPython keeps warm interpreters (kernels and Python programs
+	// start in them).
+	warmPython int
+	mcp        bool // serve MCP at /mcp
+	mcpCfg     mcpserver.Config
+	data       string // the data directory; default a new temporary one
 }
 
 func newTestServer(t testing.TB, o testOptions) *testServer {
@@ -56,7 +61,7 @@ func newTestServer(t testing.TB, o testOptions) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := backends.Open("auto", backends.Options{Warm: o.warm})
+	sb, err := backends.Open("auto", backends.Options{Warm: o.warm, WarmPython: o.warmPython})
 	if err != nil {
 		st.Close()
 		t.Fatalf("sandbox: %v", err)
@@ -72,8 +77,11 @@ func newTestServer(t testing.TB, o testOptions) *testServer {
 		deps.Model = &cfg
 	}
 	if o.mcp {
+		// One kernel manager for the API and MCP, as `codeagent serve` has.
+		km := kernel.NewManager(o.cfg.kernelsConfig(sb, deps.Logger))
+		ts.km, deps.Kernels = km, km
 		o.mcpCfg.WorkDir = t.TempDir()
-		m, err := mcpserver.New(o.mcpCfg, mcpserver.Deps{Sandbox: sb, Store: st, Logger: deps.Logger})
+		m, err := mcpserver.New(o.mcpCfg, mcpserver.Deps{Sandbox: sb, Store: st, Logger: deps.Logger, Kernels: km})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +101,9 @@ func newTestServer(t testing.TB, o testOptions) *testServer {
 		defer cancel()
 		if err := ts.srv.Shutdown(sctx); err != nil {
 			t.Errorf("shutdown: %v", err)
+		}
+		if ts.km != nil {
+			ts.km.Close()
 		}
 		sb.Close()
 		st.Close()

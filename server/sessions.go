@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/store"
 )
 
@@ -22,6 +23,8 @@ type sessionJSON struct {
 	Turns     int          `json:"turns"`
 	ActiveRun string       `json:"active_run,omitempty"`
 	History   []store.Turn `json:"history,omitempty"`
+	// Kernel is the session's kernel (alive, memory), when it had one.
+	Kernel *kernel.Status `json:"kernel,omitempty"`
 }
 
 func (s *Server) sessionView(o store.OwnedSession) sessionJSON {
@@ -113,6 +116,7 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.sessionView(o)
 	v.History = turns
+	v.Kernel = s.kernelView(o.Owner, o.ID)
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -139,6 +143,7 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.kernels.Forget(kernelKey(o.Owner, o.ID))
 	// The workspace's parent is the session's own directory, removed
 	// through a root at the data directory: never through a link out of it.
 	if err := removeBeneath(s.cfg.DataDir, path.Dir(s.workspaceRel(o.Owner, o.ID))); err != nil {

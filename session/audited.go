@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/codeagent/codeagent/procid"
 	"github.com/codeagent/codeagent/sandbox"
@@ -40,7 +41,24 @@ type audited struct {
 func Audited(sb sandbox.Sandbox, rec *Recorder) sandbox.Sandbox { return &audited{next: sb, rec: rec} }
 
 func (a *audited) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	r := a.rec
+	files := make(map[string]string, len(spec.Files))
+	for _, f := range spec.Files {
+		s := sha256.Sum256(f.Data)
+		files[f.Path] = hex.EncodeToString(s[:])
+	}
+	start := map[string]any{"command": spec.Command, "files_sha256": files, "limits": spec.Limits.WithDefaults()}
+	if n := spec.Network; n != nil {
+		// The network granted, and any test overrides of DNS, before it runs.
+		start["network"] = map[string]any{"allow": n.Allow, "max_bytes": n.MaxBytes, "resolve": n.Resolve}
+	}
+	return a.rec.Execution(start, func() (sandbox.Result, error) { return a.next.Run(ctx, spec) })
+}
+
+// Execution records an execution that run makes, as Audited does for a
+// sandbox's: exec_start with start's fields (plus its number and owner)
+// before, exec_end with run's verdict after. It is how an execution made
+// without a sandbox.Sandbox (a kernel's cell) is audited.
+func (r *Recorder) Execution(start map[string]any, run func() (sandbox.Result, error)) (sandbox.Result, error) {
 	r.mu.Lock()
 	if r.err != nil {
 		r.mu.Unlock()
@@ -48,23 +66,16 @@ func (a *audited) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 	}
 	r.execs++
 	k := r.execs
-	files := make(map[string]string, len(spec.Files))
-	for _, f := range spec.Files {
-		s := sha256.Sum256(f.Data)
-		files[f.Path] = hex.EncodeToString(s[:])
+	rec := map[string]any{"exec": k, "owner": procid.Self().String()}
+	for key, v := range start {
+		rec[key] = v
 	}
-	start := map[string]any{"exec": k, "owner": procid.Self().String(),
-		"command": spec.Command, "files_sha256": files, "limits": spec.Limits.WithDefaults()}
-	if n := spec.Network; n != nil {
-		// The network granted, and any test overrides of DNS, before it runs.
-		start["network"] = map[string]any{"allow": n.Allow, "max_bytes": n.MaxBytes, "resolve": n.Resolve}
-	}
-	err := r.auditLocked(store.KindExecStart, start)
+	err := r.auditLocked(store.KindExecStart, rec)
 	r.mu.Unlock()
 	if err != nil {
 		return sandbox.Result{}, &AuditError{Err: err}
 	}
-	res, runErr := a.next.Run(ctx, spec)
+	res, runErr := run()
 	end := map[string]any{"exec": k, "status": res.Status.String(), "exit_code": res.ExitCode, "signal": res.Signal,
 		"wall_ms": res.WallTime.Milliseconds(), "cpu_ms": res.CPUTime.Milliseconds(), "peak_memory_bytes": res.PeakMemory}
 	if res.Egress != nil {
@@ -81,3 +92,12 @@ func (a *audited) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 }
 
 func (a *audited) Close() error { return nil }
+
+// Cell records a kernel's cell that run executes (see Execution): its
+// code's hash and wall-clock limit. A nil Recorder only runs it.
+func (r *Recorder) Cell(code string, timeout time.Duration, run func() (sandbox.Result, error)) (sandbox.Result, error) {
+	if r == nil {
+		return run()
+	}
+	return r.Execution(map[string]any{"kernel_cell": true, "code_sha256": hash([]byte(code)), "timeout_ms": timeout.Milliseconds()}, run)
+}

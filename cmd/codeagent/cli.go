@@ -32,6 +32,7 @@ func commands() []command {
 	return []command{
 		{"exec", "run a program in the sandbox", cmdExec},
 		{"run", "turn a task into working code", cmdRun},
+		{"repl", "an interactive Python in the sandbox, with state", cmdRepl},
 		{"doctor", "show which isolation mechanisms this host offers", cmdDoctor},
 		{"check", "statically check code for unsafe constructs", cmdCheck},
 		{"sessions", "list, show, remove or prune sessions", cmdSessions},
@@ -48,7 +49,7 @@ var version = "dev"
 
 // startsSandboxes are the commands that start sandboxes: their backends,
 // workspaces and MCP sessions keep directories in $TMPDIR.
-var startsSandboxes = map[string]bool{"exec": true, "run": true, "eval": true, "mcp": true, "serve": true}
+var startsSandboxes = map[string]bool{"exec": true, "run": true, "eval": true, "mcp": true, "serve": true, "repl": true}
 
 // resolveTempDir refuses a $TMPDIR through a symbolic link that a program
 // could have planted (an earlier run's workspace holding it), and points

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/mcpserver"
@@ -106,7 +107,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	defer st.Close()
-	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, Logger: logger})
+	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger})
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}
@@ -114,7 +115,9 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	defer sb.Close() // after the server: its programs are gone by then
-	deps.Store, deps.Sandbox = st, sb
+	km := kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb}, Logger: logger})
+	defer km.Close() // after the server, before the sandbox
+	deps.Store, deps.Sandbox, deps.Kernels = st, sb, km
 	resolve, err := o.Egress.resolveMap()
 	if err != nil {
 		return err

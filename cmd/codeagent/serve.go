@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/sandbox"
@@ -40,6 +41,10 @@ type serveOptions struct {
 	Queue           int
 	Rate            float64
 	Warm            int
+	WarmPython      int
+	MaxKernels      int
+	KernelIdle      time.Duration
+	KernelMemory    int64
 	Backend         string
 	AllowWeak       bool
 	ShutdownTimeout time.Duration
@@ -78,6 +83,11 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
 	fs.Float64Var(&o.Rate, "rate", 20, "requests per second per API key (bursts of 5 s)")
 	fs.IntVar(&o.Warm, "warm", 2, "sandboxes kept started ahead")
+	fs.IntVar(&o.WarmPython, "warm-python", 2, "warm interpreters kept: sandboxes whose Python imported pandas, numpy and matplotlib\n"+
+		"(namespace backend as root; about 90 MB each)")
+	fs.IntVar(&o.MaxKernels, "max-kernels", 0, "live kernels at most; then the least recently used idle one is ended (default 4 × CPUs)")
+	durationVar(fs, &o.KernelIdle, "kernel-idle-timeout", kernel.DefaultIdleTimeout, boundProgramTime, "end a kernel that ran no cell for this long")
+	sizeVar(fs, &o.KernelMemory, "kernel-memory", boundMemory, "memory limit of each kernel over its life (default 512MiB)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace, docker or kubernetes")
 	o.Backends = addBackendFlags(fs)
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
@@ -169,6 +179,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	scfg := server.Config{DataDir: dataDir, Keys: keys, LocalToken: token, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
 		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
 		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm,
+		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle,
 		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes}
 	if scfg.EgressResolve, err = o.Egress.resolveMap(); err != nil {
 		return err
@@ -190,7 +201,8 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		return err
 	}
 	defer st.Close()
-	sb, err := backends.Open(o.Backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm, Logger: logger}))
+	sb, err := backends.Open(o.Backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm,
+		WarmPython: o.WarmPython, Logger: logger}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}
@@ -199,10 +211,15 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	}
 	defer sb.Close() // removes the sandboxes started ahead
 	deps.Store, deps.Sandbox = st, sb
+	// One set of kernels for the API and MCP, under one cap; ended after
+	// the servers, before the sandbox.
+	deps.Kernels = kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb, Limits: scfg.KernelLimits},
+		Max: scfg.MaxKernels, IdleTimeout: scfg.KernelIdleTimeout, Logger: logger})
+	defer deps.Kernels.Close()
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version, SessionMaxBytes: o.SessionMaxBytes,
 		SessionMaxFiles: o.SessionMaxFiles, EgressCeiling: scfg.EgressCeiling, EgressMaxBytes: scfg.EgressMaxBytes,
 		EgressResolve: scfg.EgressResolve}, mcpserver.Deps{Sandbox: sb, Store: st,
-		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger})
+		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger, Kernels: deps.Kernels})
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,10 @@ type Options struct {
 	// Warm is how many sandboxes to start ahead; 0 for a single execution.
 	// For docker it is the number of idle containers per limits class.
 	Warm int
+	// WarmPython is how many warm interpreters the namespace backend
+	// keeps (namespace.Config.WarmPython; as root only). Docker and
+	// Kubernetes ignore it: their programs run as before.
+	WarmPython int
 	// Image is the docker and kubernetes backends' image; their
 	// DefaultImage when empty.
 	Image string
@@ -62,7 +66,8 @@ func Open(name string, opts Options) (sandbox.Sandbox, error) {
 func open(name string, opts Options) (sandbox.Sandbox, error) {
 	switch name {
 	case "", "auto", "namespace":
-		b, err := namespace.New(namespace.Config{AllowWeakIsolation: opts.AllowWeakIsolation, Warm: opts.Warm, Logger: opts.Logger})
+		b, err := namespace.New(namespace.Config{AllowWeakIsolation: opts.AllowWeakIsolation, Warm: opts.Warm,
+			WarmPython: opts.WarmPython, Logger: opts.Logger})
 		if err != nil {
 			return nil, err
 		}

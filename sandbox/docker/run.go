@@ -175,8 +175,8 @@ func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Resul
 	defer att.Close()
 	start := time.Now()
 
-	stdout := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stdout}
-	stderr := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stderr}
+	stdout := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stdout, Stream: e.spec.Stream}
+	stderr := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stderr, Stream: e.spec.Stream}
 	streamDone := make(chan struct{})
 	go func() {
 		defer close(streamDone)

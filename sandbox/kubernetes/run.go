@@ -142,8 +142,8 @@ func (e *execution) run(ctx context.Context) (sandbox.Result, error) {
 	if f, err := e.next(ctx, e.b.cfg.StartTimeout); err != nil || f.t != frameBegin {
 		return res, fmt.Errorf("%w: the agent did not stage the workspace: %v %s", errBroken, err, f.p)
 	}
-	stdout := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stdout}
-	stderr := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stderr}
+	stdout := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stdout, Stream: e.spec.Stream}
+	stderr := &sandbox.CappedBuffer{Cap: e.lim.Output, Live: e.spec.Stderr, Stream: e.spec.Stream}
 	bx.progOut.set(stdout)
 	bx.progErr.set(stderr)
 	start := time.Now()

@@ -36,6 +36,7 @@ type Backend struct {
 	mnt     string        // the workspace mount point and /proc masks
 	mpl     *tmpFile      // matplotlib's font list for Python sandboxes, or nil
 	hostUID int           // the host uid of programs when root, else -1
+	warm    *warmPool     // warm interpreters (Config.WarmPython), or nil
 	// scratch is the directory of upper-layer images when the workspace
 	// is an overlay (see upperFS), "" when it is bound itself and only the
 	// disk watcher bounds it.
@@ -129,6 +130,9 @@ func New(cfg Config) (*Backend, error) {
 		b.cgroups = mgr
 	}
 	b.mpl = b.prepareMplCache(etcBase)
+	if cfg.WarmPython > 0 && b.asRoot() && b.cgroups != nil {
+		b.warm = newWarmPool(b, cfg.WarmPython)
+	}
 	return b, nil
 }
 
@@ -138,6 +142,9 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
 	}
 	lim := spec.Limits.WithDefaults()
+	if res, ok, err := b.runWarm(ctx, spec, lim); ok {
+		return res, err
+	}
 	r := &run{b: b, spec: spec, lim: lim}
 	r.initFD.Store(-1)
 	res, err := r.execute(ctx)
@@ -220,8 +227,8 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	defer ws.Stop()
 
-	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout}
-	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr}
+	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout, Stream: r.spec.Stream}
+	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr, Stream: r.spec.Stream}
 	drained := l.collect(stdout, stderr)
 	tmp := r.b.tmpFilesFor(r.spec)
 	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot(), tmp), r.b.seccomp, r.spec.Files, tmp, r.spec.Stdin)
@@ -235,16 +242,8 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 			defer func() { r.initFD.Store(-1); unix.Close(fd) }()
 		}
 	}
-	if err == nil && r.b.asRoot() {
-		err = writeIDMaps(childPid, r.b.hostUID)
-		if err == nil {
-			_, err = l.usernsW.Write([]byte{0})
-		}
-	}
-	_ = l.usernsW.Close()
-	<-l.moved
 	if err == nil {
-		err = l.moveErr
+		err = l.mapIDs(childPid, r.b.hostUID, r.b.asRoot())
 	}
 	if err == nil {
 		err = r.confine(childPid, l.cg)
@@ -267,24 +266,11 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		return res, &sandbox.SetupError{Reason: "release sandbox", Err: err}
 	}
 	_ = l.blockW.Close()
+	r.started(l)
 
-	kill := func(why sandbox.KillReason) { r.kill(l, why) }
-	timer := time.AfterFunc(r.lim.WallTime, func() { kill(sandbox.KilledTimeout) })
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				kill(sandbox.KilledTimeout)
-			} else {
-				kill(sandbox.KilledCancel)
-			}
-		case <-done:
-		}
-	}()
+	stopWatch := r.watch(ctx, l)
 	waitErr := l.cmd.Wait()
-	close(done)
-	timer.Stop()
+	stopWatch()
 	if ws.Stop() {
 		r.setReason(sandbox.KilledDisk) // past the limit at the end, or the kill raced the exit
 	}
@@ -320,13 +306,14 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 }
 
 // overlay makes the workspace an overlay in l's mount namespace when
-// overlays are on (see upperFS), and returns its upper layer and the disk
-// watcher's limits for it; a nil layer means that the workspace is to be
-// bound itself. A workspace the overlay cannot be mounted over (its file
-// system refuses to be a lower layer) is bound itself, with a warning.
+// overlays are on (see upperFS) and the spec does not ask for a live
+// workspace, and returns its upper layer and the disk watcher's limits for
+// it; a nil layer means that the workspace is to be bound itself. A
+// workspace the overlay cannot be mounted over (its file system refuses to
+// be a lower layer) is bound itself, with a warning.
 func (r *run) overlay(l *launcher, wsFile *os.File) (*upperFS, diskwatch.Limits, error) {
 	dl := diskwatch.Limits{Bytes: r.lim.Disk}
-	if !r.b.overlays.Load() || l.upperDone == nil {
+	if !r.b.overlays.Load() || l.upperDone == nil || r.spec.LiveWorkspace {
 		return nil, dl, nil
 	}
 	up, err := r.b.upperFor(l, r.lim)
@@ -358,6 +345,28 @@ func (b *Backend) unregister(up *upperFS) {
 	b.mu.Unlock()
 }
 
+// watch kills l's sandbox at the wall-clock limit or when ctx ends, until
+// the returned stop is called.
+func (r *run) watch(ctx context.Context, l *launcher) (stop func()) {
+	timer := time.AfterFunc(r.lim.WallTime, func() { r.kill(l, sandbox.KilledTimeout) })
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				r.kill(l, sandbox.KilledTimeout)
+			} else {
+				r.kill(l, sandbox.KilledCancel)
+			}
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		timer.Stop()
+	}
+}
+
 // kill ends the sandbox for why, the first reason given.
 func (r *run) kill(l *launcher, why sandbox.KillReason) {
 	r.setReason(why)
@@ -383,6 +392,17 @@ func (r *run) setReason(why sandbox.KillReason) {
 // bwrap's own move) and puts it under its rlimits; everything it starts
 // inherits both.
 func (r *run) confine(pid int, cg runCgroup) error {
+	if err := joinCgroup(pid, cg); err != nil {
+		return err
+	}
+	if r.b.asRoot() {
+		return asUID(r.b.hostUID, func() error { return setRlimits(pid, r.lim, cg == nil) })
+	}
+	return setRlimits(pid, r.lim, cg == nil)
+}
+
+// joinCgroup makes sure that pid is in cg (nil: no cgroup).
+func joinCgroup(pid int, cg runCgroup) error {
 	if cg != nil && !cg.Contains(pid) {
 		if err := cg.Add(pid); err != nil {
 			return err
@@ -391,10 +411,25 @@ func (r *run) confine(pid int, cg runCgroup) error {
 			return errors.New("the sandbox did not join its cgroup")
 		}
 	}
-	if r.b.asRoot() {
-		return asUID(r.b.hostUID, func() error { return setRlimits(pid, r.lim, cg == nil) })
+	return nil
+}
+
+// mapIDs writes the sandbox's id maps when mapping (as root) and lets
+// bwrap go on, then waits for bwrap's move into its cgroup.
+func (l *launcher) mapIDs(childPid, hostUID int, mapping bool) error {
+	var err error
+	if mapping {
+		err = writeIDMaps(childPid, hostUID)
+		if err == nil {
+			_, err = l.usernsW.Write([]byte{0})
+		}
 	}
-	return setRlimits(pid, r.lim, cg == nil)
+	_ = l.usernsW.Close()
+	<-l.moved
+	if err == nil {
+		err = l.moveErr
+	}
+	return err
 }
 
 // verdict fills in the status from how the sandbox ended.

@@ -102,6 +102,9 @@ func (b *Backend) Close() error {
 	for _, l := range pool {
 		l.discard()
 	}
+	if b.warm != nil {
+		b.warm.close()
+	}
 	b.bg.Wait()
 	return b.removeFiles()
 }

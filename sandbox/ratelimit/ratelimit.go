@@ -83,16 +83,25 @@ func (e *LimitError) Error() string {
 
 // Run waits for the limit, if that fits ctx, then runs spec.
 func (l *Limiter) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if err := l.Wait(ctx); err != nil {
+		return sandbox.Result{}, err
+	}
+	return l.next.Run(ctx, spec)
+}
+
+// Wait admits one execution made without Run (a kernel's cell): it waits
+// for the limit if that fits ctx, and otherwise fails as Run does.
+func (l *Limiter) Wait(ctx context.Context) error {
 	maxWait := time.Duration(math.MaxInt64)
 	if dl, ok := ctx.Deadline(); ok {
 		maxWait = time.Until(dl)
 	}
 	r, err := l.bucket.Take(ctx, maxWait)
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("rate limit: %w", err)
+		return fmt.Errorf("rate limit: %w", err)
 	}
 	if !r.OK {
-		return sandbox.Result{}, &LimitError{PerMinute: l.perMinute, Wait: r.Wait}
+		return &LimitError{PerMinute: l.perMinute, Wait: r.Wait}
 	}
 	if r.Wait > 0 {
 		t := time.NewTimer(r.Wait)
@@ -103,10 +112,10 @@ func (l *Limiter) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 			if r.Cancel != nil {
 				r.Cancel()
 			}
-			return sandbox.Result{}, fmt.Errorf("waiting for the rate limit: %w", ctx.Err())
+			return fmt.Errorf("waiting for the rate limit: %w", ctx.Err())
 		}
 	}
-	return l.next.Run(ctx, spec)
+	return nil
 }
 
 // Close closes the wrapped sandbox.

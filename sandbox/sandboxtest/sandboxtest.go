@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -43,6 +44,10 @@ type Features struct {
 	// then checks that the program itself stopped in time and allows Run
 	// copyBackAllowance more.
 	CopyBack bool
+	// NoNetwork: the sandbox never offers a network, whatever the spec
+	// asks (a kernel's cells): of the egress suite only the check that
+	// there is none runs.
+	NoNetwork bool
 }
 
 // copyBackAllowance is how much longer than its wall-time limit plus one
@@ -56,6 +61,12 @@ func RunWith(t *testing.T, sb sandbox.Sandbox, f Features) {
 	sb = withFeatures{sb, f}
 	t.Run("Benign", func(t *testing.T) { RunBenign(t, sb) })
 	t.Run("Security", func(t *testing.T) { RunSecurity(t, sb) })
+	if f.NoNetwork {
+		t.Run("Egress", func(t *testing.T) {
+			t.Run("NoNetworkByDefault", func(t *testing.T) { egressDefault(t, egress.Wrap(sb)) })
+		})
+		return
+	}
 	t.Run("Egress", func(t *testing.T) { RunEgress(t, sb) })
 }
 

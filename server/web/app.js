@@ -87,8 +87,10 @@ async function openSession(s) {
   $("progress").replaceChildren();
   $("outcome").replaceChildren();
   $("artifacts").replaceChildren();
+  $("cells").replaceChildren();
   await Promise.all([loadFiles(), loadSessions()]);
   const full = await apiJSON("/v1/sessions/" + s.id);
+  $("kernel-status").textContent = full.kernel && full.kernel.alive ? "kernel alive" : "no kernel running";
   if (full.active_run) follow(full.active_run);
 }
 
@@ -248,6 +250,90 @@ async function showArtifacts(result) {
     box.append(fig);
   }
 }
+
+// --- the session's kernel: cells ---
+// A cell's text/html comes from code in the sandbox: it is never inserted
+// as HTML. A table in it (pandas' DataFrame) is rebuilt cell by cell from
+// its text, nothing else is taken; images are PNG bytes shown as blobs.
+function safeTable(html) {
+  const doc = new DOMParser().parseFromString(html, "text/html"); // inert: no script runs, nothing loads
+  const src = doc.querySelector("table");
+  if (!src) return null;
+  const table = el("table", "df");
+  let rows = 0;
+  for (const tr of src.querySelectorAll("tr")) {
+    if (++rows > 200) break;
+    const row = el("tr");
+    for (const c of tr.children) {
+      if (c.tagName !== "TH" && c.tagName !== "TD") continue;
+      row.append(el(c.tagName === "TH" ? "th" : "td", "", c.textContent));
+    }
+    table.append(row);
+  }
+  return table;
+}
+
+function pngImage(b64, alt) {
+  const bin = atob(b64);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  const img = el("img");
+  img.alt = alt;
+  img.src = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+  return img;
+}
+
+function showCell(code, r) {
+  const li = el("li", "cell");
+  li.append(el("h4", "", "In [" + (r.execution_count || "?") + "]"), highlight(code, "python"));
+  if (r.kernel_restarted) li.append(el("p", "bad", "The kernel had ended (" + r.restart_reason + "): this cell ran in a fresh one, without the earlier state."));
+  if (r.stdout) li.append(el("pre", "out", r.stdout));
+  if (r.stderr) li.append(el("pre", "err", r.stderr));
+  for (const d of r.display || []) {
+    const data = d.data || {};
+    if (data["image/png"]) {
+      const fig = el("figure");
+      fig.append(pngImage(data["image/png"], d.file || "figure"));
+      if (d.file) fig.append(el("figcaption", "muted", "saved as " + d.file));
+      li.append(fig);
+    } else if (data["text/html"] && safeTable(data["text/html"])) {
+      li.append(safeTable(data["text/html"]));
+    } else if (data["text/plain"] !== undefined) {
+      li.append(el("pre", "result", data["text/plain"]));
+    }
+  }
+  if (r.status !== "ok") li.append(el("p", "bad", r.status + (r.message ? ": " + r.message : "")));
+  li.append(el("p", "muted", r.wall_ms + " ms"));
+  $("cells").prepend(li);
+}
+
+async function kernelStatus() {
+  const full = await apiJSON("/v1/sessions/" + state.session.id);
+  const k = full.kernel;
+  $("kernel-status").textContent = k && k.alive ? "kernel alive, " + formatSize(k.rss_bytes) + " resident, " + k.execution_count + " cell(s)" : "no kernel running";
+}
+
+$("cell-form").addEventListener("submit", guard(async () => {
+  const code = $("cell").value;
+  if (!code.trim()) throw new Error("write some code first");
+  $("cell-run").disabled = true;
+  setStatus("running the cell…");
+  try {
+    const r = await apiJSON("/v1/sessions/" + state.session.id + "/exec", { method: "POST",
+      headers: { "Content-Type": "application/json" }, body: JSON.stringify({ language: "python", code, state: "keep" }) });
+    showCell(code, r);
+    setStatus("cell " + r.status);
+    await Promise.all([kernelStatus(), loadFiles()]);
+  } finally {
+    $("cell-run").disabled = false;
+  }
+}));
+
+$("kernel-restart").addEventListener("click", guard(async () => {
+  await api("/v1/sessions/" + state.session.id + "/kernel", { method: "DELETE" });
+  await kernelStatus();
+  setStatus("kernel restarted: the next cell starts afresh");
+}));
 
 // --- wiring ---
 function guard(fn) {

@@ -1,0 +1,258 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// sandboxMounts is what an execution adds to a warm interpreter's mount
+// namespace.
+type sandboxMounts struct {
+	ws       *os.File // the workspace, mounted at /workspace
+	wsTree   int      // or, when >= 0, this detached mount (its overlay)
+	code     int      // a detached read-only tmpfs with the files, mounted at /code
+	tmpSize  int64    // the size of /tmp
+	shmSize  int64    // the size of /dev/shm
+	codePath string   // where code goes: /code
+}
+
+// mountInto attaches m in the mount namespace of process pid. As in
+// attachWorkspace, the namespace is entered by a thread of its own that
+// ends afterwards, so no other goroutine ever runs in it; paths are
+// resolved from that namespace's root, the sandbox's.
+func mountInto(pid int, m sandboxMounts) error {
+	tree := m.wsTree
+	if tree < 0 {
+		var err error
+		tree, err = unix.OpenTree(int(m.ws.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone the workspace mount: %w", err)
+		}
+		defer unix.Close(tree)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("make the workspace nosuid: %w", err)
+	}
+	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the sandbox's mount namespace: %w", err)
+	}
+	defer unix.Close(ns)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		errc <- func() error {
+			if err := unix.Unshare(unix.CLONE_FS); err != nil {
+				return fmt.Errorf("unshare fs: %w", err)
+			}
+			if err := unix.Setns(ns, unix.CLONE_NEWNS); err != nil {
+				return fmt.Errorf("enter the sandbox's mount namespace: %w", err)
+			}
+			if err := unix.MoveMount(tree, "", unix.AT_FDCWD, sandbox.WorkspacePath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("attach the workspace: %w", err)
+			}
+			if err := unix.MoveMount(m.code, "", unix.AT_FDCWD, m.codePath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("attach the files: %w", err)
+			}
+			if err := resizeTmpfs("/tmp", m.tmpSize); err != nil {
+				return err
+			}
+			return resizeTmpfs("/dev/shm", m.shmSize)
+		}()
+	}()
+	return <-errc
+}
+
+// resizeTmpfs sets the size of the tmpfs mounted at dir.
+func resizeTmpfs(dir string, size int64) error {
+	fd, err := unix.Fspick(unix.AT_FDCWD, dir, unix.FSPICK_CLOEXEC|unix.FSPICK_NO_AUTOMOUNT|unix.FSPICK_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return fmt.Errorf("resize %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.FsconfigSetString(fd, "size", strconv.FormatInt(size, 10)); err != nil {
+		return fmt.Errorf("resize %s: %w", dir, err)
+	}
+	if err := unix.FsconfigReconfigure(fd); err != nil {
+		return fmt.Errorf("resize %s: %w", dir, err)
+	}
+	return nil
+}
+
+// codeMount makes a detached read-only tmpfs holding files, whose paths
+// all lie below /code, and returns its mount descriptor. Its pages are
+// charged to codeagent, not to the sandbox, as bwrap's --ro-bind-data
+// files are.
+func codeMount(files []sandbox.File) (int, error) {
+	var total int64
+	for _, f := range files {
+		total += int64(len(f.Data)) + 4096
+	}
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("make /code: %w", err)
+	}
+	defer unix.Close(fs)
+	for _, kv := range [][2]string{{"size", strconv.FormatInt(total+1<<20, 10)}, {"mode", "0755"}, {"nr_inodes", strconv.Itoa(4*len(files) + 64)}} {
+		if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
+			return -1, fmt.Errorf("make /code: %s: %w", kv[0], err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, fmt.Errorf("make /code: %w", err)
+	}
+	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return -1, fmt.Errorf("make /code: %w", err)
+	}
+	if err := writeCode(mnt, files); err != nil {
+		unix.Close(mnt)
+		return -1, err
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(mnt, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(mnt)
+		return -1, fmt.Errorf("make /code read-only: %w", err)
+	}
+	return mnt, nil
+}
+
+// writeCode creates files in the tmpfs whose root is open as root,
+// never following a link (nothing else writes to it).
+func writeCode(root int, files []sandbox.File) error {
+	for _, f := range files {
+		rel := strings.TrimPrefix(f.Path, "/code/")
+		dir := root
+		parts := strings.Split(path.Dir(rel), "/")
+		if path.Dir(rel) == "." {
+			parts = nil
+		}
+		var opened []int
+		closeAll := func() {
+			for _, fd := range opened {
+				unix.Close(fd)
+			}
+		}
+		for _, p := range parts {
+			if err := unix.Mkdirat(dir, p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+				closeAll()
+				return fmt.Errorf("write %s: %w", f.Path, err)
+			}
+			fd, err := unix.Openat(dir, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				closeAll()
+				return fmt.Errorf("write %s: %w", f.Path, err)
+			}
+			opened = append(opened, fd)
+			dir = fd
+		}
+		fd, err := unix.Openat(dir, path.Base(rel), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+		if err == nil {
+			for data := f.Data; len(data) > 0 && err == nil; {
+				var n int
+				n, err = unix.Write(fd, data)
+				data = data[n:]
+			}
+			unix.Close(fd)
+		}
+		closeAll()
+		if err != nil {
+			return fmt.Errorf("write %s: %w", f.Path, err)
+		}
+	}
+	return nil
+}
+
+// cgroupFiles are the accounting files of a run cgroup that the warm path
+// and Running read beyond runCgroup's methods.
+type cgroupFiles struct {
+	usage, peak, procs string
+	resetPeak          string // written to restart the peak, "" when the kernel cannot
+}
+
+func filesOf(cg runCgroup) (cgroupFiles, bool) {
+	switch r := cg.(type) {
+	case *v1Run:
+		mem := r.dirs["memory"]
+		return cgroupFiles{usage: filepath.Join(mem, "memory.usage_in_bytes"), peak: filepath.Join(mem, "memory.max_usage_in_bytes"),
+			procs: filepath.Join(r.dirs["pids"], "cgroup.procs"), resetPeak: "0"}, true
+	case *v2Run:
+		return cgroupFiles{usage: filepath.Join(r.dir, "memory.current"), peak: filepath.Join(r.dir, "memory.peak"),
+			procs: filepath.Join(r.dir, "cgroup.procs"), resetPeak: "reset"}, true
+	}
+	return cgroupFiles{}, false
+}
+
+// restartPeak makes the cgroup's peak memory start from its usage now
+// (cgroup v1, and v2 on kernels from 6.12; older v2 kernels keep the
+// warm-up's peak, which the interpreter still holds anyway).
+func restartPeak(cg runCgroup) {
+	if f, ok := filesOf(cg); ok {
+		_ = writeFile(f.peak, f.resetPeak)
+	}
+}
+
+// running is the Running handle of an execution: what its cgroup and its
+// processes hold, read on the host.
+type running struct {
+	cg      runCgroup
+	baseCPU time.Duration // the warm-up's, not the program's
+}
+
+var _ sandbox.Running = running{}
+
+func (r running) Usage() sandbox.Usage {
+	var u sandbox.Usage
+	f, ok := filesOf(r.cg)
+	if !ok {
+		return u
+	}
+	u.Memory = readInt(f.usage)
+	st := r.cg.Stats()
+	u.PeakMemory = st.PeakMemory
+	u.CPUTime = max(st.CPUTime-r.baseCPU, 0)
+	procs, _ := os.ReadFile(f.procs)
+	for _, p := range strings.Fields(string(procs)) {
+		u.RSS += statusKB(p, "VmRSS:")
+	}
+	return u
+}
+
+// statusKB reads a "Key: N kB" line of /proc/pid/status, in bytes.
+func statusKB(pid, key string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// started calls spec.Started for a cold execution.
+func (r *run) started(l *launcher) {
+	if r.spec.Started != nil && l.cg != nil {
+		r.spec.Started(running{cg: l.cg})
+	}
+}

@@ -1,0 +1,286 @@
+//go:build linux && (amd64 || arm64)
+
+package namespace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
+)
+
+// startupVars are environment variables that the interpreter or the
+// stack's libraries read when they start or are imported: a warm
+// interpreter started with the default environment, so a spec that sets
+// any of them differently runs cold.
+var startupVars = []string{"PYTHON", "LC_", "LANG", "HOME", "TMPDIR", "PATH", "TZ", "MPL", "OPENBLAS", "OMP_",
+	"MKL_", "GOTO", "NUMEXPR", "BLIS", "XDG_", "FONTCONFIG", "LD_", "MALLOC", "GLIBC_TUNABLES", "PANDAS", "NUMPY"}
+
+func startupVar(k string) bool {
+	for _, p := range startupVars {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// warmArgs returns the interpreter's arguments when spec can run in a warm
+// interpreter: python3 FILE, -m MODULE or -c CODE with arguments; every
+// file below /code; limits that leave room for the preloaded stack; and
+// the environment a warm interpreter started with where it matters.
+func (b *Backend) warmArgs(spec sandbox.Spec, lim sandbox.Limits) ([]string, bool) {
+	if b.warm == nil || !b.asRoot() || b.cgroups == nil || spec.Network != nil || spec.Gateway != nil {
+		return nil, false // a warm sandbox has no network
+	}
+	c := spec.Command
+	if len(c) < 2 || c[0] != "python3" {
+		return nil, false
+	}
+	switch a := c[1]; {
+	case a == "-m" || a == "-c":
+		if len(c) < 3 {
+			return nil, false
+		}
+	case !strings.HasPrefix(a, "/"):
+		return nil, false
+	}
+	for _, f := range spec.Files {
+		if !strings.HasPrefix(f.Path, "/code/") || f.Path == warmLoaderPath {
+			return nil, false
+		}
+	}
+	if lim.Memory < warmMinMemory || lim.Processes < warmMinProcs {
+		return nil, false
+	}
+	want := environ(warmEnv())
+	have := environ(spec.Env)
+	startup := func(env []string) string {
+		var keep []string
+		for _, kv := range env {
+			if k, _, _ := strings.Cut(kv, "="); startupVar(k) {
+				keep = append(keep, kv)
+			}
+		}
+		return strings.Join(keep, "\x00")
+	}
+	if startup(want) != startup(have) {
+		return nil, false
+	}
+	return c[1:], true
+}
+
+// runWarm runs spec in a warm interpreter when it can; ok false means the
+// caller runs it cold (nothing of it has run).
+func (b *Backend) runWarm(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits) (res sandbox.Result, ok bool, err error) {
+	args, eligible := b.warmArgs(spec, lim)
+	if !eligible {
+		return res, false, nil
+	}
+	wsDir, err := sandbox.ResolveWorkspace(spec.Workspace)
+	if err != nil {
+		return res, false, nil // the cold path reports it
+	}
+	wsFile, err := sandbox.OpenWorkspace(wsDir)
+	if err != nil {
+		return res, false, nil
+	}
+	defer wsFile.Close()
+	var st unix.Stat_t
+	if unix.Fstatat(int(wsFile.Fd()), "matplotlibrc", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		return res, false, nil // matplotlib reads it at import, from the working directory
+	}
+	w := b.warm.take()
+	if w == nil {
+		return res, false, nil
+	}
+	r := &run{b: b, spec: spec, lim: lim}
+	r.initFD.Store(int64(w.pidfd))
+	res, err = r.executeWarm(ctx, w, args, wsDir, wsFile)
+	if errors.Is(err, errWarmUnusable) {
+		b.log.Debug("warm interpreter not usable, running cold", "err", err)
+		return res, false, nil
+	}
+	b.warm.ran()
+	if err != nil {
+		res.Status = sandbox.StatusSandboxError
+		res.Message = err.Error()
+	}
+	return res, true, err
+}
+
+// errWarmUnusable wraps failures before the program started: the run
+// falls back to a cold sandbox.
+var errWarmUnusable = errors.New("warm interpreter unusable")
+
+func unusable(err error) error { return errors.Join(errWarmUnusable, err) }
+
+// executeWarm hands the execution to w and waits for it, as execute does
+// for a cold sandbox.
+func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsDir string, wsFile *os.File) (sandbox.Result, error) {
+	var res sandbox.Result
+	b, l := r.b, w.l
+	defer b.background(func() {
+		w.discard()
+		b.warm.fill()
+	})
+	if err := handOver(wsFile, b.hostUID); err != nil {
+		return res, unusable(err)
+	}
+	// As for a cold run, the workspace is an overlay when overlays are on:
+	// made in the launcher's mount namespace, then moved into the
+	// sandbox's.
+	up, dl, err := r.overlay(l, wsFile)
+	if err != nil {
+		return res, unusable(err)
+	}
+	wsTree, watched := -1, wsDir
+	if up != nil {
+		defer b.unregister(up)
+		if wsTree, err = cloneMount(l.cmd.Process.Pid, b.mountPoint()); err != nil {
+			return res, unusable(err)
+		}
+		defer unix.Close(wsTree)
+		watched = up.watchPath()
+	}
+	code, err := codeMount(r.spec.Files)
+	if err != nil {
+		return res, unusable(err)
+	}
+	err = mountInto(w.childPid, sandboxMounts{ws: wsFile, wsTree: wsTree, code: code, codePath: "/code",
+		tmpSize: r.lim.Disk, shmSize: min(r.lim.Disk, r.lim.Memory)})
+	unix.Close(code)
+	if err != nil {
+		return res, unusable(err)
+	}
+	// The program's memory limit counts what the interpreter holds: it
+	// must leave room for the program.
+	if f, ok := filesOf(l.cg); !ok || readInt(f.usage) > r.lim.Memory*3/4 {
+		return res, unusable(errors.New("the interpreter holds most of the memory limit"))
+	}
+	if err := l.cg.SetLimits(cgroupLimitsOf(r.lim)); err != nil {
+		return res, unusable(err)
+	}
+	restartPeak(l.cg)
+	baseCPU := l.cg.Stats().CPUTime
+	// RLIMIT_CPU counts the process's whole life in whole seconds: the
+	// program gets its CPU time on top of the imports', and less than a
+	// second more, never less.
+	lim := r.lim
+	used := processCPU(w.progPid).Seconds()
+	lim.CPUTime = time.Duration(math.Ceil(used+r.lim.CPUTime.Seconds())) * time.Second
+	if err := asUID(b.hostUID, func() error { return setRlimits(w.progPid, lim, false) }); err != nil {
+		return res, unusable(err)
+	}
+	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, sandbox.KilledDisk) })
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
+	}
+	defer ws.Stop()
+	req, err := json.Marshal(map[string]any{"argv": args, "env": envMap(r.spec.Env), "cwd": sandbox.WorkspacePath})
+	if err != nil {
+		return res, unusable(err)
+	}
+	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout, Stream: r.spec.Stream}
+	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr, Stream: r.spec.Stream}
+	drained := l.collect(stdout, stderr)
+
+	start := time.Now()
+	go func() {
+		_, err := w.stdin.Write(append([]byte(strconv.Itoa(len(req))+"\n"), req...))
+		if err == nil && r.spec.Stdin != nil {
+			_, _ = io.Copy(w.stdin, r.spec.Stdin)
+		}
+		_ = w.stdin.Close()
+	}()
+	stopWatch := r.watch(ctx, l)
+	if r.spec.Started != nil {
+		r.spec.Started(running{cg: l.cg, baseCPU: baseCPU})
+	}
+	<-w.exited
+	stopWatch()
+	if ws.Stop() {
+		r.setReason(sandbox.KilledDisk)
+	}
+	res.WallTime = time.Since(start)
+	drained(2 * time.Second)
+
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.StdoutTruncated, res.StderrTruncated = stdout.Truncated(), stderr.Truncated()
+	ps := l.cmd.ProcessState
+	stats := l.cg.Stats()
+	stats.CPUTime = max(stats.CPUTime-baseCPU, 0)
+	if stats.PeakMemory == 0 && ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			stats.PeakMemory = ru.Maxrss * 1024
+		}
+	}
+	res.CPUTime, res.PeakMemory = stats.CPUTime, stats.PeakMemory
+	r.verdict(&res, ps, w.waitErr, stats)
+	if up != nil {
+		// Every process of the sandbox is gone: the upper layer is final.
+		if err := mergeUpper(up.upper, wsFile, b.hostUID); err != nil {
+			return res, &sandbox.SetupError{Reason: "bring the workspace up to date with what the program wrote", Err: err}
+		}
+	}
+	return res, nil
+}
+
+// cloneMount returns a detached copy of the mount at path in the mount
+// namespace of process pid.
+func cloneMount(pid int, path string) (int, error) {
+	tree := -1
+	err := inMountNamespace(pid, func() error {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone the overlay: %w", err)
+		}
+		tree = fd
+		return nil
+	})
+	return tree, err
+}
+
+// envMap is the program's complete environment as a map, with PWD as
+// bwrap's --chdir sets it.
+func envMap(extra map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range environ(extra) {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	out["PWD"] = sandbox.WorkspacePath
+	return out
+}
+
+// processCPU is the CPU time process pid has used, all its threads.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s) // from the state: utime and stime are the 12th and 13th
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	const hz = 100 // USER_HZ on Linux
+	return time.Duration(math.Round(float64(u+k) * float64(time.Second) / hz))
+}

@@ -1,0 +1,209 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/codeagent/codeagent/kernel"
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/session"
+)
+
+// Kernels: POST /v1/sessions/{id}/exec with "state": "keep" runs a cell in
+// the session's kernel (package kernel), one per session and API key;
+// "fresh", the default, runs a program in a fresh sandbox in the session's
+// workspace, like /v1/exec. DELETE /v1/sessions/{id}/kernel restarts the
+// kernel; GET /v1/sessions/{id} shows it.
+
+// sessionExecRequest is the body of POST /v1/sessions/{id}/exec.
+type sessionExecRequest struct {
+	Language string                     `json:"language"`
+	Code     string                     `json:"code"`
+	State    string                     `json:"state"`
+	Stdin    string                     `json:"stdin"`
+	Env      map[string]string          `json:"env"`
+	Limits   map[string]json.RawMessage `json:"limits"`
+}
+
+// kernelKey is the kernel of the caller's session: owner and session both.
+func kernelKey(owner, id string) kernel.Key { return kernel.Key{Owner: owner, Session: id} }
+
+func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
+	var req sessionExecRequest
+	if err := decodeJSON(w, r, s.cfg.MaxExecBody, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	o, err := s.session(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	l, err := programLanguage(req.Language, req.Code)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	env, err := execEnv(l, req.Env)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limits, err := s.limits(req.Limits)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.State != "" && req.State != "fresh" && req.State != "keep" {
+		s.writeError(w, r, badRequest("state must be keep or fresh, not %q", req.State))
+		return
+	}
+	keep := req.State == "keep"
+	if keep && l.Name != "python" {
+		s.writeError(w, r, badRequest("state keep runs Python only"))
+		return
+	}
+	if _, timeout := req.Limits["timeout"]; keep && (len(req.Env) > 0 || len(req.Limits) > 1 || (len(req.Limits) == 1 && !timeout)) {
+		s.writeError(w, r, badRequest("with state keep only limits.timeout applies: the kernel's environment and limits are the server's (see --kernel-memory)"))
+		return
+	}
+	if err := s.workspaceFree(r.Context(), o.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ws, err := s.sessionWorkspace(o.Owner, o.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.beginExec(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer s.endExec()
+	// Audited like /v1/exec: the request, then each execution's start
+	// and end, in the session's name.
+	rec := session.NewRecorder(r.Context(), s.deps.Store, o.Name, "", "exec-"+session.NewRunID(), s.log)
+	if err := rec.Audit("exec_request", map[string]any{"key": o.Owner, "language": l.Name, "state": cmp.Or(req.State, "fresh")}); err != nil {
+		s.writeError(w, r, &session.AuditError{Err: err})
+		return
+	}
+	if !keep {
+		prog := "/code/main" + l.Ext
+		spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
+			Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits}
+		res, err := session.Audited(&queuedSandbox{s: s, source: "exec", bounded: true}, rec).Run(r.Context(), spec)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res.JSON())
+		return
+	}
+	var res kernel.Result
+	_, err = rec.Cell(req.Code, limits.WallTime, func() (sandbox.Result, error) {
+		var err error
+		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, kernel.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime})
+		return res.Result, err
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res.JSON())
+}
+
+// execCell runs a cell through the execution queue and counts it.
+func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kernel.Cell) (kernel.Result, error) {
+	release, err := s.queue.Acquire(ctx, true)
+	if err != nil {
+		s.metrics.rejectedExec()
+		return kernel.Result{}, err
+	}
+	defer release()
+	res, err := s.kernels.Exec(ctx, key, ws, c)
+	if err == nil {
+		s.metrics.execution("kernel", res.Status.String(), res.WallTime)
+	}
+	return res, err
+}
+
+// execEnv is a program's environment: its language's and the request's.
+func execEnv(l lang.Language, extra map[string]string) (map[string]string, error) {
+	if len(extra) > maxExecEnv {
+		return nil, badRequest("at most %d environment variables", maxExecEnv)
+	}
+	env := map[string]string{}
+	for k, v := range l.Env {
+		env[k] = v
+	}
+	for k, v := range extra {
+		if !envName.MatchString(k) || strings.ContainsRune(v, 0) {
+			return nil, badRequest("invalid environment variable %q", k)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// handleRestartKernel ends the session's kernel; the next cell starts a
+// fresh one and says restart_reason "restart".
+func (s *Server) handleRestartKernel(w http.ResponseWriter, r *http.Request) {
+	o, err := s.session(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	was := s.kernels.Restart(kernelKey(o.Owner, o.ID))
+	writeJSON(w, http.StatusOK, map[string]any{"restarted": was})
+}
+
+// kernelView is a session's kernel as GET /v1/sessions/{id} shows it, or
+// nil when it never had one since the server started.
+func (s *Server) kernelView(owner, id string) *kernel.Status {
+	st, ok := s.kernels.Status(kernelKey(owner, id))
+	if !ok {
+		return nil
+	}
+	return &st
+}
+
+// writeKernelMetrics adds the kernels' figures to /metrics.
+func (s *Server) writeKernelMetrics(w io.Writer) {
+	st := s.kernels.Stats()
+	gauges := []struct {
+		name, help string
+		v          int64
+	}{
+		{"codeagent_kernels_live", "Kernels running now.", int64(st.Live)},
+		{"codeagent_kernels_busy", "Kernels running a cell now.", int64(st.Busy)},
+		{"codeagent_kernels_max", "Kernels that may run at once (then the least recently used idle one is evicted).", int64(st.Max)},
+		{"codeagent_kernel_memory_bytes", "Memory of all live kernels (their cgroups).", st.MemoryBytes},
+		{"codeagent_kernel_rss_bytes", "Resident memory of all live kernels' processes.", st.RSSBytes},
+		{"codeagent_kernel_rss_max_bytes", "Resident memory of the largest live kernel.", st.MaxRSSBytes},
+		{"codeagent_kernel_idle_rss_max_bytes", "Resident memory of the largest idle kernel.", st.MaxIdleRSSBytes},
+	}
+	for _, g := range gauges {
+		header(w, g.name, "gauge", g.help)
+		fmt.Fprintf(w, "%s %d\n", g.name, g.v)
+	}
+	header(w, "codeagent_kernel_cells_total", "counter", "Cells run in kernels.")
+	fmt.Fprintf(w, "codeagent_kernel_cells_total %d\n", st.Cells)
+	header(w, "codeagent_kernel_restarts_total", "counter", "Cells that found their kernel ended and started a fresh one, by reason.")
+	for _, r := range st.RestartReasons() {
+		fmt.Fprintf(w, "codeagent_kernel_restarts_total{reason=%q} %d\n", r, st.Restarts[r])
+	}
+}
+
+// kernelsConfig are the kernel manager's settings from the server's.
+func (c Config) kernelsConfig(sb sandbox.Sandbox, log *slog.Logger) kernel.ManagerConfig {
+	opts := kernel.Options{Sandbox: sb, Limits: c.KernelLimits}
+	return kernel.ManagerConfig{Options: opts, Max: c.MaxKernels, IdleTimeout: c.KernelIdleTimeout, Logger: log}
+}
