@@ -246,6 +246,11 @@ func validate(spec sandbox.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
+	if spec.Network != nil || spec.Gateway != nil {
+		// Pods get no network (a deny-all policy); the egress proxy cannot
+		// be handed into one, so an allow list is refused, not ignored.
+		return fmt.Errorf("%w: the kubernetes backend gives programs no network; an allow list needs the namespace or docker backend", sandbox.ErrInvalidSpec)
+	}
 	for _, f := range spec.Files {
 		if !strings.HasPrefix(f.Path, CodePath+"/") || !validRel(strings.TrimPrefix(f.Path, CodePath+"/")) {
 			return fmt.Errorf("%w: file path %q: the kubernetes backend places files under %s/ only", sandbox.ErrInvalidSpec, f.Path, CodePath)

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -60,10 +61,11 @@ func newTestBackend(t testing.TB, cfg Config) *Backend {
 // comes back as a copy after the program ended (CopyBack), and the disk
 // limit is the agent's watch of the workspace, which kills the program
 // once past it; the emptyDir's sizeLimit makes the kubelet evict the Pod
-// later, it refuses no write (ReactiveDisk).
+// later, it refuses no write (ReactiveDisk); Pods get no network and an
+// allow list is refused (NoNetwork).
 func TestConformance(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 2))
-	sandboxtest.RunWith(t, b, sandboxtest.Features{CopyBack: true, ReactiveDisk: true})
+	sandboxtest.RunWith(t, b, sandboxtest.Features{CopyBack: true, ReactiveDisk: true, NoNetwork: true})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -241,4 +243,20 @@ func TestSpecIsolation(t *testing.T) {
 func ExampleConfig() {
 	fmt.Println(withDefaults(Config{}).Image)
 	// Output: codeagent-sandbox:latest
+}
+
+// TestRefusesAllowList: a Pod gets no network, so a spec asking for one is
+// refused before any Pod is used, not run with proxy settings that lead
+// nowhere.
+func TestRefusesAllowList(t *testing.T) {
+	spec := sandbox.Spec{Command: []string{"python3", CodePath + "/main.py"}, Workspace: t.TempDir(),
+		Files:   []sandbox.File{{Path: CodePath + "/main.py", Data: []byte("print(1)")}},
+		Network: &sandbox.Network{Allow: []string{"api.example.com"}}}
+	if err := validate(spec); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		t.Fatalf("an allow list: %v, want ErrInvalidSpec", err)
+	}
+	spec.Network = nil
+	if err := validate(spec); err != nil {
+		t.Fatalf("no network: %v", err)
+	}
 }
