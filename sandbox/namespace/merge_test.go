@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
 
 // The merge tests run programs on an overlay workspace (codeagent as root)
@@ -212,7 +213,7 @@ os.remove('evil2'); open('evil2', 'w').write('file')
 				t.Fatalf("%s: the program's view: %v\n%s\n%s", res.Status, err, res.Stdout, res.Stderr)
 			}
 			host := hostMergeView(t, ws)
-			if diff := mergeDiff(inside, host); diff != "" {
+			if diff := sandboxtest.ViewDiff(inside, host); diff != "" {
 				t.Errorf("the host's workspace differs from what the program saw (inside / host):\n%s", diff)
 			}
 			if tc.name == "Untouched" {
@@ -310,28 +311,6 @@ func hostMergeView(t *testing.T, dir string) map[string]string {
 		}
 	}
 	return view
-}
-
-func mergeDiff(a, b map[string]string) string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	var sorted []string
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	var out strings.Builder
-	for _, k := range sorted {
-		if a[k] != b[k] {
-			fmt.Fprintf(&out, "  %s: %q / %q\n", k, a[k], b[k])
-		}
-	}
-	return out.String()
 }
 
 // inodes maps each path below dir to its inode number.

@@ -96,7 +96,7 @@ print(json.dumps(view, sort_keys=True))
 		t.Fatalf("the program's view: %v\n%s\n%s", err, res.Stdout, res.Stderr)
 	}
 	host := hostView(t, ws)
-	if diff := viewDiff(inside, host); diff != "" {
+	if diff := ViewDiff(inside, host); diff != "" {
 		t.Errorf("the host's workspace differs from what the program saw (inside / host):\n%s", diff)
 	}
 	for rel, want := range map[string]string{
@@ -174,8 +174,9 @@ func hostView(t *testing.T, dir string) map[string]string {
 	return view
 }
 
-// viewDiff lists the paths on which two views differ.
-func viewDiff(a, b map[string]string) string {
+// ViewDiff lists the keys on which two views of a tree (path to a
+// description) differ, one line each with both values.
+func ViewDiff(a, b map[string]string) string {
 	keys := map[string]bool{}
 	for k := range a {
 		keys[k] = true
