@@ -3,7 +3,6 @@
 package backends
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,24 +85,7 @@ func open(name string, opts Options) (sandbox.Sandbox, error) {
 		if err != nil {
 			return nil, err
 		}
-		return noNetwork{b, name}, nil
+		return b, nil
 	}
 	return nil, fmt.Errorf("%w %q (want one of %s)", ErrUnknown, name, strings.Join(Names(), ", "))
-}
-
-// noNetwork is a backend that cannot hand a program the egress proxy
-// (sandbox.Gateway): a Spec with a Network is refused, rather than run
-// with proxy settings that lead nowhere.
-type noNetwork struct {
-	sandbox.Sandbox
-	name string
-}
-
-func (n noNetwork) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if spec.Network != nil {
-		err := fmt.Errorf("%w: the %s backend gives programs no network; an allow list needs the namespace or docker backend",
-			sandbox.ErrInvalidSpec, n.name)
-		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
-	}
-	return n.Sandbox.Run(ctx, spec)
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
@@ -246,13 +247,14 @@ func ExampleConfig() {
 }
 
 // TestRefusesAllowList: a Pod gets no network, so a spec asking for one is
-// refused before any Pod is used, not run with proxy settings that lead
-// nowhere.
+// refused before any Pod is used, through egress.Wrap as backends.Open's
+// callers build it, not run with proxy settings that lead nowhere.
 func TestRefusesAllowList(t *testing.T) {
+	sb := egress.Wrap(&Backend{}) // refused before anything of the backend is used
 	spec := sandbox.Spec{Command: []string{"python3", CodePath + "/main.py"}, Workspace: t.TempDir(),
 		Files:   []sandbox.File{{Path: CodePath + "/main.py", Data: []byte("print(1)")}},
 		Network: &sandbox.Network{Allow: []string{"api.example.com"}}}
-	if err := validate(spec); !errors.Is(err, sandbox.ErrInvalidSpec) {
+	if _, err := sb.Run(context.Background(), spec); !errors.Is(err, sandbox.ErrInvalidSpec) {
 		t.Fatalf("an allow list: %v, want ErrInvalidSpec", err)
 	}
 	spec.Network = nil
