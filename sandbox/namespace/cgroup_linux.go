@@ -99,13 +99,13 @@ func randomID() string {
 // so that a later process knows whose it is, and a random part.
 func runCgroupID() string { return procid.Self().Tag() + "-" + randomID() }
 
-// mountInfo is one cgroup mount of /proc/self/mountinfo.
+// mountInfo is one cgroup mount of the mount table.
 type mountInfo struct {
 	root, point, fstype, super string
 }
 
 func cgroupMounts() ([]mountInfo, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	data, err := os.ReadFile("/proc/thread-self/mountinfo") // this thread: see package osthread
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/procid"
+	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 )
 
 // Run as root, the backend does not let programs act as host root. bwrap
@@ -87,7 +88,7 @@ func prepareMountDir(tmp string) (string, error) {
 	}
 	err = errors.Join(os.Chmod(dir, 0o711), os.Mkdir(filepath.Join(dir, "ws"), 0o755),
 		os.Mkdir(filepath.Join(dir, "lower"), 0o700), os.Mkdir(filepath.Join(dir, "up"), 0o700),
-		os.Mkdir(filepath.Join(dir, "empty"), 0o555),
+		os.Mkdir(filepath.Join(dir, "empty"), 0o555), os.Mkdir(filepath.Join(dir, minimalRootDir), 0o700),
 		os.WriteFile(filepath.Join(dir, "empty.txt"), nil, 0o444))
 	if err != nil {
 		_ = os.RemoveAll(dir)
@@ -205,22 +206,15 @@ func inMountNamespace(pid int, fn func() error) error {
 		return fmt.Errorf("open the launcher's mount namespace: %w", err)
 	}
 	defer unix.Close(ns)
-	errc := make(chan error, 1)
-	go func() {
-		// The thread is never unlocked: it ends with this goroutine,
-		// taking its namespace with it.
-		runtime.LockOSThread()
+	return osthread.Run(func() error {
 		if err := unix.Unshare(unix.CLONE_FS); err != nil {
-			errc <- fmt.Errorf("unshare fs: %w", err)
-			return
+			return fmt.Errorf("unshare fs: %w", err)
 		}
 		if err := unix.Setns(ns, unix.CLONE_NEWNS); err != nil {
-			errc <- fmt.Errorf("enter the launcher's mount namespace: %w", err)
-			return
+			return fmt.Errorf("enter the launcher's mount namespace: %w", err)
 		}
-		errc <- fn()
-	}()
-	return <-errc
+		return fn()
+	})
 }
 
 // writeIDMaps maps uid and gid 1000 of process pid's new user namespace to
@@ -241,21 +235,16 @@ func writeIDMaps(pid, hostID int) error {
 // in some containers and VMs); the program runs as uid, so matching its
 // ids always works.
 func asUID(uid int, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	return osthread.Run(func() error {
 		id := uintptr(uid)
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, id, id, id); e != 0 {
-			errc <- fmt.Errorf("setresgid: %w", e)
-			return
+			return fmt.Errorf("setresgid: %w", e)
 		}
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, id, id, id); e != 0 {
-			errc <- fmt.Errorf("setresuid: %w", e)
-			return
+			return fmt.Errorf("setresuid: %w", e)
 		}
-		errc <- fn()
-	}()
-	return <-errc
+		return fn()
+	})
 }
 
 // forkThread is an OS thread kept for starting launchers. A launcher dies

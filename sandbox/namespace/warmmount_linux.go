@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 )
 
 // sandboxMounts is what an execution adds to a warm interpreter's mount
@@ -52,29 +52,24 @@ func mountInto(pid int, m sandboxMounts) error {
 		return fmt.Errorf("open the sandbox's mount namespace: %w", err)
 	}
 	defer unix.Close(ns)
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		errc <- func() error {
-			if err := unix.Unshare(unix.CLONE_FS); err != nil {
-				return fmt.Errorf("unshare fs: %w", err)
-			}
-			if err := unix.Setns(ns, unix.CLONE_NEWNS); err != nil {
-				return fmt.Errorf("enter the sandbox's mount namespace: %w", err)
-			}
-			if err := unix.MoveMount(tree, "", unix.AT_FDCWD, sandbox.WorkspacePath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-				return fmt.Errorf("attach the workspace: %w", err)
-			}
-			if err := unix.MoveMount(m.code, "", unix.AT_FDCWD, m.codePath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-				return fmt.Errorf("attach the files: %w", err)
-			}
-			if err := resizeTmpfs("/tmp", m.tmpSize); err != nil {
-				return err
-			}
-			return resizeTmpfs("/dev/shm", m.shmSize)
-		}()
-	}()
-	return <-errc
+	return osthread.Run(func() error {
+		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+			return fmt.Errorf("unshare fs: %w", err)
+		}
+		if err := unix.Setns(ns, unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("enter the sandbox's mount namespace: %w", err)
+		}
+		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, sandbox.WorkspacePath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach the workspace: %w", err)
+		}
+		if err := unix.MoveMount(m.code, "", unix.AT_FDCWD, m.codePath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach the files: %w", err)
+		}
+		if err := resizeTmpfs("/tmp", m.tmpSize); err != nil {
+			return err
+		}
+		return resizeTmpfs("/dev/shm", m.shmSize)
+	})
 }
 
 // resizeTmpfs sets the size of the tmpfs mounted at dir.

@@ -10,12 +10,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 )
 
 // Listen opens 127.0.0.1:port in the network namespace of process pid.
@@ -38,27 +39,19 @@ func listenSetns(pid, port int) (net.Listener, error) {
 		return nil, fmt.Errorf("open the sandbox's network namespace: %w", err)
 	}
 	defer unix.Close(ns)
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	var l net.Listener
+	err = osthread.Run(func() error {
 		if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
-			ch <- result{nil, fmt.Errorf("enter the sandbox's network namespace: %w", err)}
-			return
+			return fmt.Errorf("enter the sandbox's network namespace: %w", err)
 		}
 		fd, err := socketFD(port)
 		if err != nil {
-			ch <- result{nil, err}
-			return
+			return err
 		}
-		l, err := fileListener(fd)
-		ch <- result{l, err}
-	}()
-	r := <-ch
-	return r.l, r.err
+		l, err = fileListener(fd)
+		return err
+	})
+	return l, err
 }
 
 // socketFD makes the listening socket in the calling thread's network

@@ -145,7 +145,7 @@ func Release(root *os.File) error {
 // UnmountBelow detaches every mount at or below dir, deepest first, in
 // this process's mount namespace.
 func UnmountBelow(dir string) {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open("/proc/thread-self/mountinfo") // this thread's view: see package osthread
 	if err != nil {
 		return
 	}
