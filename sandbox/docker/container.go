@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -275,7 +276,48 @@ func (b *Backend) sweep(ctx context.Context) (int, error) {
 			_ = removeTree(d)
 		}
 	}
+	b.sweepStateDirs()
 	return n, nil
+}
+
+// sweepStateDirs removes the state directories in Config.StateDir whose
+// owner died, with their staging file systems: those of a process killed
+// before it could close its pool, whose containers may be gone already.
+func (b *Backend) sweepStateDirs() {
+	entries, err := os.ReadDir(b.cfg.StateDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), statePrefix) {
+			continue
+		}
+		dir := filepath.Join(b.cfg.StateDir, e.Name())
+		owner, err := readOwner(dir)
+		if err != nil || ownerAlive(owner) {
+			continue // not ours to judge, or still in use
+		}
+		if err := removeTree(dir); err != nil {
+			b.log.Warn("docker: remove a dead process's state directory", "dir", dir, "err", err)
+		}
+	}
+}
+
+// readOwner reads a state directory's owner file without following a link.
+func readOwner(dir string) (string, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(ownerFile, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	n, _ := f.Read(buf)
+	return strings.TrimSpace(string(buf[:n])), nil
 }
 
 func isNotFound(err error) bool {

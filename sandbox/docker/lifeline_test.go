@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -108,6 +109,10 @@ func TestContainersEndWithTheirOwner(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	stateDirs := ownedStateDirs(t, owner)
+	if len(stateDirs) == 0 {
+		t.Fatal("the owner process has no state directory")
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +138,37 @@ func TestContainersEndWithTheirOwner(t *testing.T) {
 			t.Errorf("container %s of the killed owner is still there after a new start", short(c.ID))
 		}
 	}
+	// Its state directories too, with their staging file systems
+	// unmounted (they would otherwise stay mounted, and every mount
+	// slows the namespace backend's setup).
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, d := range stateDirs {
+		if _, err := os.Lstat(d); !os.IsNotExist(err) {
+			t.Errorf("state directory %s of the killed owner is still there after a new start", d)
+		}
+		if strings.Contains(string(mounts), d+"/") {
+			t.Errorf("a file system below %s is still mounted", d)
+		}
+	}
+}
+
+// ownedStateDirs lists the state directories in the default StateDir
+// whose owner file names a process with pid as in owner ("/PID/").
+func ownedStateDirs(t *testing.T, owner string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), statePrefix) {
+			continue
+		}
+		d := filepath.Join(os.TempDir(), e.Name())
+		if o, err := readOwner(d); err == nil && strings.Contains(o, owner) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }

@@ -19,6 +19,11 @@ import (
 // statePrefix starts the name of every pool's state directory.
 const statePrefix = "codeagent-docker-"
 
+// ownerFile, in a pool's state directory, names the process that owns
+// it (procid): a later process removes the directories, and unmounts
+// the staging file systems, of owners that died (see sweepStateDirs).
+const ownerFile = "owner"
+
 // maxClasses bounds how many limits classes are kept warm at once.
 const maxClasses = 4
 
@@ -57,6 +62,10 @@ func newPool(b *Backend) (*pool, error) {
 		Create: b.createBox, CreateTimeout: apiTimeout, Destroy: b.destroy,
 		CreateFailed: func(err error) { b.log.Warn("docker: start a warm container", "err", err) },
 	})
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(b.owner), 0o600); err != nil {
+		_ = removeTree(dir)
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
 	if err := writeAccounts(p.passwd, p.group, b.cfg.HostUID); err != nil {
 		_ = removeTree(dir)
 		return nil, err
