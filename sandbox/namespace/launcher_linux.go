@@ -39,6 +39,9 @@ type launcher struct {
 	upperErr  error
 	upperDone chan struct{}
 
+	// held are descriptors of the sandbox's namespaces (see holdNamespaces).
+	held []int
+
 	argsW, seccompW, infoR, blockW, usernsW *os.File
 	dataW                                   []*os.File
 	stdinW, stdoutR, stderrR                *os.File
@@ -106,6 +109,7 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	args := append([]string{"--args", strconv.Itoa(fdArgs), "--"}, spec.Command...)
 	l.cmd = exec.Command(b.bwrap, args...)
 	l.cmd.Env = []string{}
+	l.cmd.Dir = "/" // so that minimalRoot moves it along
 	l.cmd.Stdin, l.cmd.Stdout, l.cmd.Stderr = std[0], std[1], std[2]
 	l.cmd.ExtraFiles = child
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -125,6 +129,13 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	}
 	for _, f := range append(child, std[:]...) {
 		_ = f.Close()
+	}
+	if b.asRoot() {
+		if err := b.minimalRoot(l.cmd.Process.Pid); err != nil {
+			close(l.moved)
+			l.discard()
+			return nil, err
+		}
 	}
 	if l.cg != nil {
 		go func() {
@@ -212,6 +223,7 @@ func (l *launcher) discard() {
 	for _, f := range l.all {
 		_ = f.Close()
 	}
+	l.releaseNamespaces()
 	if l.upperDone != nil {
 		<-l.upperDone
 		if l.upper != nil {

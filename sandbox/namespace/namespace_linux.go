@@ -241,6 +241,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 			r.initFD.Store(int64(fd))
 			defer func() { r.initFD.Store(-1); unix.Close(fd) }()
 		}
+		l.holdNamespaces(childPid)
 	}
 	if err == nil {
 		err = l.mapIDs(childPid, r.b.hostUID, r.b.asRoot())

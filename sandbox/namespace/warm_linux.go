@@ -258,6 +258,7 @@ func (b *Backend) startWarm() (*warmInterp, error) {
 	if fd, err := unix.PidfdOpen(childPid, 0); err == nil {
 		w.pidfd = fd
 	}
+	l.holdNamespaces(childPid)
 	err = l.mapIDs(childPid, b.hostUID, true)
 	if err == nil {
 		err = joinCgroup(childPid, l.cg) // bwrap may have forked it before its own move was done
