@@ -55,9 +55,27 @@ func verdict(complete bool, missing string) llmtest.Reply {
 // the real sandbox and checker, and a workspace holding files.
 func setup(t *testing.T, cfg Config, files map[string]string, replies ...llmtest.Reply) (*Agent, *llmtest.Server, *workspace.Workspace, *[]Event) {
 	t.Helper()
+	return setupWire(t, wires[0], cfg, files, replies...)
+}
+
+// wire is a fake model server of one protocol.
+type wire struct {
+	name      string
+	provider  string
+	newServer func(testing.TB, ...llmtest.Reply) *llmtest.Server
+}
+
+var wires = []wire{
+	{"openai", llm.ProviderOpenAI, llmtest.NewOpenAIServer},
+	{"anthropic", llm.ProviderAnthropic, llmtest.NewAnthropicServer},
+}
+
+// setupWire is setup with the fake server of w's protocol.
+func setupWire(t *testing.T, w wire, cfg Config, files map[string]string, replies ...llmtest.Reply) (*Agent, *llmtest.Server, *workspace.Workspace, *[]Event) {
+	t.Helper()
 	sb, ck := realParts(t)
-	srv := llmtest.NewOpenAIServer(t, replies...)
-	p, err := providers.New(llmtest.Config(llm.ProviderOpenAI, srv.BaseURL), nil, nil)
+	srv := w.newServer(t, replies...)
+	p, err := providers.New(llmtest.Config(w.provider, srv.BaseURL), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

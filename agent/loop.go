@@ -26,6 +26,8 @@ type run struct {
 	tests     string // the tests deciding success, as run
 	userTests bool
 	failures  []string // one line per failed attempt, for a fresh start
+	mode      string   // the mode in effect: ModeProgram, ModeTools, or ModeAuto until decided
+	pending   string   // auto mode's first answer, for program mode's first attempt
 }
 
 // Run works on task until it is done or the budget is spent. The error is
@@ -52,13 +54,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	r.before = before
 	r.files = r.a.redact.String(r.ws.Describe(r.exclude))
-	lim := cfg.Limits.WithDefaults()
-	r.system = render("system.txt", map[string]any{
-		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
-		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
-		"Packages": packages[r.a.lang.Name], "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
-		"Network": allowedHosts(cfg.Network),
-	})
+	r.system = render("system.txt", r.systemData())
 	switch {
 	case r.task.TestCode != "":
 		r.tests, r.userTests = r.task.TestCode, true
@@ -76,7 +72,34 @@ func (r *run) run(ctx context.Context) error {
 			return nil
 		}
 	}
+	if r.mode = r.a.modeFor(r.task); r.mode != ModeProgram {
+		program, err := r.runTools(ctx)
+		if !program || err != nil {
+			return err
+		}
+		r.system = render("system.txt", r.systemData())
+	}
+	r.mode, r.res.Mode = ModeProgram, ModeProgram
 	return r.loop(ctx)
+}
+
+// modeFor is the mode a task starts in: auto takes program mode where
+// tool mode does not apply (tests, an acceptance check, a network).
+func (a *Agent) modeFor(t Task) string {
+	if a.cfg.Mode == ModeAuto && (a.cfg.Tests || t.TestCode != "" || t.Accept != nil || a.cfg.Network != nil) {
+		return ModeProgram
+	}
+	return a.cfg.Mode
+}
+
+func (r *run) systemData() map[string]any {
+	lim := r.a.cfg.Limits.WithDefaults()
+	return map[string]any{
+		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
+		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
+		"Packages": packages[r.a.lang.Name], "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
+		"Network": allowedHosts(r.a.cfg.Network),
+	}
 }
 
 // packages names what a program may use, per language, for the prompt.
@@ -139,7 +162,11 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	at = Attempt{N: n, FreshStart: fresh, Check: []safety.Finding{}}
 	r.emit(Event{Type: EventAttemptStart, Attempt: n, Phase: PhaseCode, FreshStart: fresh})
 	t0 := time.Now()
-	answer, bad, err := r.chat(ctx, r.system, r.msgs, false)
+	answer, bad, err := r.pending, (*badAnswer)(nil), error(nil)
+	if r.pending == "" {
+		answer, bad, err = r.chat(ctx, r.system, r.msgs, false)
+	}
+	r.pending = ""
 	if err != nil {
 		return at, false, err
 	}
@@ -271,10 +298,16 @@ func (r *run) accept(ctx context.Context, n int, code string, at *Attempt) (bool
 	return false, nil
 }
 
-// check runs the static checker and emits its event.
+// check runs the static checker on the program and emits its event.
 func (r *run) check(ctx context.Context, n int, phase, code string) ([]safety.Finding, error) {
+	return r.checkAs(ctx, Event{Attempt: n, Phase: phase}, r.a.safeLang, code)
+}
+
+// checkAs checks code in language l and emits the checked event, e with
+// the findings.
+func (r *run) checkAs(ctx context.Context, e Event, l safety.Language, code string) ([]safety.Finding, error) {
 	t0 := time.Now()
-	rep, err := r.a.deps.Checker.Check(ctx, r.a.safeLang, []byte(code))
+	rep, err := r.a.deps.Checker.Check(ctx, l, []byte(code))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -287,8 +320,8 @@ func (r *run) check(ctx context.Context, n int, phase, code string) ([]safety.Fi
 		findings[i] = f
 	}
 	safe := len(findings) == 0
-	r.emit(Event{Type: EventChecked, Attempt: n, Phase: phase, Findings: findings, Safe: &safe,
-		ErrorClass: ClassifyFindings(findings), DurationMS: ms(t0)})
+	e.Type, e.Findings, e.Safe, e.ErrorClass, e.DurationMS = EventChecked, findings, &safe, ClassifyFindings(findings), ms(t0)
+	r.emit(e)
 	return findings, nil
 }
 
@@ -302,22 +335,10 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 	if tests {
 		cmd = pytestCommand
 	}
-	env := make(map[string]string, len(r.a.lang.Env)+len(r.a.cfg.Env))
-	for k, v := range r.a.lang.Env {
-		env[k] = v
-	}
-	for k, v := range r.a.cfg.Env {
-		env[k] = v
-	}
-	res, err := r.a.deps.Sandbox.Run(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Env: env, Limits: r.a.cfg.Limits,
-		Network: r.a.cfg.Network})
+	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.a.cfg.Network}, r.a.lang.Env)
 	if err != nil {
-		return res, "", fmt.Errorf("run the program: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
 		return res, "", err
 	}
-	res.Stdout, res.Stderr = r.a.redact.Bytes(res.Stdout), r.a.redact.Bytes(res.Stderr)
 	var class ErrorClass
 	if tests {
 		class = classifyTests(res)
@@ -327,6 +348,27 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 	r.emit(Event{Type: EventExecuted, Attempt: n, Phase: phase, Result: resultJSON(res), ErrorClass: class,
 		DurationMS: res.WallTime.Milliseconds()})
 	return res, class, nil
+}
+
+// sandboxRun runs spec with langEnv and the configured environment added,
+// and returns the result with its output redacted.
+func (r *run) sandboxRun(ctx context.Context, spec sandbox.Spec, langEnv map[string]string) (sandbox.Result, error) {
+	env := make(map[string]string, len(langEnv)+len(r.a.cfg.Env)+len(spec.Env))
+	for _, m := range []map[string]string{langEnv, r.a.cfg.Env, spec.Env} {
+		for k, v := range m {
+			env[k] = v
+		}
+	}
+	spec.Env = env
+	res, err := r.a.deps.Sandbox.Run(ctx, spec)
+	if err != nil {
+		return res, fmt.Errorf("run the program: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	res.Stdout, res.Stderr = r.a.redact.Bytes(res.Stdout), r.a.redact.Bytes(res.Stderr)
+	return res, nil
 }
 
 // classifyTests classes a pytest run: the exception a failing test raised,
