@@ -25,7 +25,9 @@ type run struct {
 	msgs      []llm.Message
 	tests     string // the tests deciding success, as run
 	userTests bool
-	failures  []string // one line per failed attempt, for a fresh start
+	failures  []string  // one line per failed attempt, for a fresh start
+	learned   []learned // what runs that succeeded printed, for a fresh start
+	missing   []string  // files and keys runs did not find, for a fresh start
 	mode      string   // the mode in effect: ModeProgram, ModeTools, or ModeAuto until decided
 	pending   string   // auto mode's first answer, for program mode's first attempt
 }
@@ -110,7 +112,8 @@ var packages = map[string]string{
 }
 
 // loop iterates attempts, starting afresh from the task after
-// FreshStartAfter failed repairs in a row.
+// FreshStartAfter failed repairs in a row. A run that succeeded but was
+// judged incomplete is progress, not a failed repair.
 func (r *run) loop(ctx context.Context) error {
 	cfg := r.a.cfg
 	r.msgs = []llm.Message{r.user(render("task.txt", r.taskData(1)))}
@@ -121,9 +124,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		fresh := false
 		if n > 1 && cfg.FreshStartAfter > 0 && failedRepairs >= cfg.FreshStartAfter {
-			d := r.taskData(n)
-			d["Failures"] = r.failures
-			r.msgs = []llm.Message{r.user(render("fresh.txt", d))}
+			r.msgs = []llm.Message{r.user(render("fresh.txt", r.freshData(n)))}
 			failedRepairs, fresh = 0, true
 			r.a.log.Debug("fresh start", "attempt", n)
 		}
@@ -138,7 +139,10 @@ func (r *run) loop(ctx context.Context) error {
 			return nil
 		}
 		r.a.log.Debug("attempt failed", "attempt", n, "class", at.ErrorClass)
-		if n > 1 && !fresh {
+		switch {
+		case at.ErrorClass == ClassIncomplete:
+			failedRepairs = 0
+		case n > 1 && !fresh:
 			failedRepairs++
 		}
 	}
@@ -239,6 +243,7 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		r.debug(n, class, at.Code, res, false)
 		return at, false, nil
 	}
+	r.learn(n, res.Stdout)
 	if ok, err := r.accept(ctx, n, code, &at); !ok || err != nil {
 		return at, false, err
 	}
@@ -408,6 +413,10 @@ func (r *run) debug(n int, class ErrorClass, code string, res sandbox.Result, te
 	r.say(render("debug.txt", d))
 	if detail == "" || class == ClassTimeout || class == ClassMemory {
 		detail = strings.TrimSuffix(problem, ".")
+	}
+	if !tests {
+		detail += r.failedLine(code, string(res.Stderr))
+		r.noteMissing(string(res.Stderr))
 	}
 	r.fail(n, class, detail)
 }

@@ -131,7 +131,7 @@ func TestToolModeSeedTrajectory(t *testing.T) {
 					return calls(pyCall("print(list(df.columns))\n"))
 				}},
 				llmtest.Say("Done: the top 5 products are printed and the plot is saved."),
-				verdict(true, ""),
+				judge,
 			)
 			res, err := a.Run(context.Background(), Task{Prompt: "Analyze sales.csv: top 5 products by revenue, plot the monthly trend, save it as revenue_trend.png", Workspace: ws})
 			if err != nil {
