@@ -28,8 +28,8 @@ type run struct {
 	failures  []string  // one line per failed attempt, for a fresh start
 	learned   []learned // what runs that succeeded printed, for a fresh start
 	missing   []string  // files and keys runs did not find, for a fresh start
-	mode      string   // the mode in effect: ModeProgram, ModeTools, or ModeAuto until decided
-	pending   string   // auto mode's first answer, for program mode's first attempt
+	mode      string    // the mode in effect: ModeProgram, ModeTools, or ModeAuto until decided
+	pending   string    // auto mode's first answer, for program mode's first attempt
 }
 
 // Run works on task until it is done or the budget is spent. The error is
@@ -328,62 +328,6 @@ func (r *run) checkAs(ctx context.Context, e Event, l safety.Language, code stri
 	e.Type, e.Findings, e.Safe, e.ErrorClass, e.DurationMS = EventChecked, findings, &safe, ClassifyFindings(findings), ms(t0)
 	r.emit(e)
 	return findings, nil
-}
-
-// pytestCommand runs the tests in the workspace.
-var pytestCommand = []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", TestFileName}
-
-// exec runs the program (or, with tests, pytest) in the sandbox, redacts
-// its output, classifies it and emits the executed event.
-func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbox.Result, ErrorClass, error) {
-	cmd := r.a.lang.Command(sandbox.WorkspacePath + "/" + r.a.SolutionFile())
-	if tests {
-		cmd = pytestCommand
-	}
-	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.a.cfg.Network}, r.a.lang.Env)
-	if err != nil {
-		return res, "", err
-	}
-	var class ErrorClass
-	if tests {
-		class = classifyTests(res)
-	} else {
-		class = Classify(res, string(res.Stderr))
-	}
-	r.emit(Event{Type: EventExecuted, Attempt: n, Phase: phase, Result: resultJSON(res), ErrorClass: class,
-		DurationMS: res.WallTime.Milliseconds()})
-	return res, class, nil
-}
-
-// sandboxRun runs spec with langEnv and the configured environment added,
-// and returns the result with its output redacted.
-func (r *run) sandboxRun(ctx context.Context, spec sandbox.Spec, langEnv map[string]string) (sandbox.Result, error) {
-	env := make(map[string]string, len(langEnv)+len(r.a.cfg.Env)+len(spec.Env))
-	for _, m := range []map[string]string{langEnv, r.a.cfg.Env, spec.Env} {
-		for k, v := range m {
-			env[k] = v
-		}
-	}
-	spec.Env = env
-	res, err := r.a.deps.Sandbox.Run(ctx, spec)
-	if err != nil {
-		return res, fmt.Errorf("run the program: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	res.Stdout, res.Stderr = r.a.redact.Bytes(res.Stdout), r.a.redact.Bytes(res.Stderr)
-	return res, nil
-}
-
-// classifyTests classes a pytest run: the exception a failing test raised,
-// or assertion when tests simply failed.
-func classifyTests(res sandbox.Result) ErrorClass {
-	c := Classify(res, string(res.Stdout)+"\n"+string(res.Stderr))
-	if c == ClassRuntime && res.Status == sandbox.StatusError && res.ExitCode == 1 {
-		return ClassAssertion
-	}
-	return c
 }
 
 // debug feeds a failed run back to the model.
