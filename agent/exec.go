@@ -62,4 +62,3 @@ func classifyTests(res sandbox.Result) ErrorClass {
 	}
 	return c
 }
-
