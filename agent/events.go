@@ -45,7 +45,8 @@ type Event struct {
 	Phase       string    `json:"phase,omitempty"`
 	// FreshStart marks an attempt regenerated from the task (attempt_start).
 	FreshStart bool `json:"fresh_start,omitempty"`
-	// Code is the extracted program or tests (generated).
+	// Code is the extracted program or tests (generated), or the program
+	// assembled from tool calls (replayed).
 	Code string `json:"code,omitempty"`
 	// Findings of the static check (checked); Safe says there were none.
 	Findings []safety.Finding `json:"findings,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/codeagent/codeagent/agent"
@@ -66,6 +67,9 @@ type Run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+
+	kmu     sync.Mutex
+	kernels []*auditedKernel // started by NewKernel
 }
 
 // Start takes the session's lease (waiting for it with o.Wait), marks the
@@ -244,6 +248,7 @@ func (r *Run) Cause() error {
 }
 
 func (r *Run) release() {
+	r.closeKernels()
 	if r.stop != nil {
 		r.stop()
 	}
