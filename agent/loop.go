@@ -29,7 +29,10 @@ type run struct {
 	learned   []learned // what runs that succeeded printed, for a fresh start
 	missing   []string  // files and keys runs did not find, for a fresh start
 	mode      string    // the mode in effect: ModeProgram, ModeTools, or ModeAuto until decided
-	pending   string    // auto mode's first answer, for program mode's first attempt
+	// pending is auto mode's first answer (or why it was unusable), for
+	// program mode's first attempt.
+	pending    string
+	pendingBad *badAnswer
 }
 
 // Run works on task until it is done or the budget is spent. The error is
@@ -166,11 +169,11 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	at = Attempt{N: n, FreshStart: fresh, Check: []safety.Finding{}}
 	r.emit(Event{Type: EventAttemptStart, Attempt: n, Phase: PhaseCode, FreshStart: fresh})
 	t0 := time.Now()
-	answer, bad, err := r.pending, (*badAnswer)(nil), error(nil)
-	if r.pending == "" {
+	answer, bad, err := r.pending, r.pendingBad, error(nil)
+	if r.pending == "" && r.pendingBad == nil {
 		answer, bad, err = r.chat(ctx, r.system, r.msgs, false)
 	}
-	r.pending = ""
+	r.pending, r.pendingBad = "", nil
 	if err != nil {
 		return at, false, err
 	}
@@ -434,8 +437,11 @@ func (r *run) finish(err error, started time.Time) {
 	if err != nil {
 		r.res.Message = r.a.redact.String(err.Error())
 	}
+	if r.res.Mode == "" && r.mode != ModeAuto {
+		r.res.Mode = r.mode
+	}
 	ok := r.res.Success
-	r.emit(Event{Type: EventDone, Attempt: r.res.Attempts, Success: &ok, Message: r.res.Message, DurationMS: ms(started)})
+	r.emit(Event{Type: EventDone, Attempt: r.res.Attempts, Mode: r.res.Mode, Success: &ok, Message: r.res.Message, DurationMS: ms(started)})
 }
 
 // resultJSON is the exec --json form of an (already redacted) result.

@@ -51,10 +51,10 @@ func (r *run) runTools(ctx context.Context) (program bool, err error) {
 		}
 		if auto {
 			auto = false
-			if resp.ToolsDropped || (bad == nil && len(resp.ToolCalls) == 0) {
+			if resp.ToolsDropped || len(resp.ToolCalls) == 0 {
 				r.a.log.Info("program mode: the endpoint does not take tools or the model called none", "tools_dropped", resp.ToolsDropped)
-				if _, xerr := extract.Code(resp.Text, r.a.lang.Name); xerr == nil {
-					r.pending = resp.Text
+				if _, xerr := extract.Code(resp.Text, r.a.lang.Name); xerr == nil || bad != nil {
+					r.pending, r.pendingBad = resp.Text, bad
 				}
 				t.at = nil
 				return true, nil

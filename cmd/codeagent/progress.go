@@ -43,8 +43,10 @@ func (p *progress) Event(e agent.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var s string
-	switch e.Type {
-	case agent.EventAttemptStart:
+	switch {
+	case e.Phase == agent.PhaseTool:
+		s = p.tool(e)
+	case e.Type == agent.EventAttemptStart:
 		p.endLine()
 		what := "attempt"
 		if e.Phase == agent.PhaseTests {
@@ -56,13 +58,13 @@ func (p *progress) Event(e agent.Event) {
 		}
 		s += " · generating"
 		p.open = true
-	case agent.EventGenerated:
+	case e.Type == agent.EventGenerated:
 		if e.ErrorClass != "" {
 			s = p.failed(e.ErrorClass, e.Message)
 		} else {
 			s = " · checking"
 		}
-	case agent.EventChecked:
+	case e.Type == agent.EventChecked:
 		if e.Safe != nil && !*e.Safe {
 			detail := ""
 			if len(e.Findings) > 0 {
@@ -74,9 +76,9 @@ func (p *progress) Event(e agent.Event) {
 		} else {
 			s = " · running"
 		}
-	case agent.EventExecuted:
+	case e.Type == agent.EventExecuted:
 		s = p.executed(e)
-	case agent.EventVerified:
+	case e.Type == agent.EventVerified:
 		if e.Verdict != nil && !e.Verdict.TaskComplete {
 			s = p.failed(agent.ClassIncomplete, e.Verdict.Missing)
 		} else {
@@ -84,18 +86,27 @@ func (p *progress) Event(e agent.Event) {
 			p.open = false
 			s += "\n"
 		}
-	case agent.EventDone:
+	case e.Type == agent.EventDone:
 		p.endLine()
 		if _, stopped := interruptedBy(p.ctx); stopped {
 			return // the command says so in one line
 		}
 		if e.Success != nil && *e.Success {
-			s = fmt.Sprintf("done: success after %d attempt(s) in %.1fs\n", e.Attempt, float64(e.DurationMS)/1000)
+			s = fmt.Sprintf("done: success after %d %s in %.1fs\n", e.Attempt, rounds(e), float64(e.DurationMS)/1000)
 		} else {
-			s = fmt.Sprintf("done: failed after %d attempt(s): %s\n", e.Attempt, termtext.Name(e.Message))
+			s = fmt.Sprintf("done: failed after %d %s: %s\n", e.Attempt, rounds(e), termtext.Name(e.Message))
 		}
 	}
 	io.WriteString(p.w, s)
+}
+
+// rounds names what a run's done event counts: attempts, or a tool-mode
+// run's verification rounds.
+func rounds(e agent.Event) string {
+	if e.Mode == agent.ModeTools {
+		return "round(s)"
+	}
+	return "attempt(s)"
 }
 
 func (p *progress) executed(e agent.Event) string {
