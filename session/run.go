@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/store"
@@ -69,7 +70,7 @@ type Run struct {
 	done   chan struct{}
 
 	kmu     sync.Mutex
-	kernels []*auditedKernel // started by NewKernel
+	kernels []*kernel.Session // started by NewKernel
 }
 
 // Start takes the session's lease (waiting for it with o.Wait), marks the

@@ -86,3 +86,24 @@ func TestRunModeUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// run_task with mode tools: the cells run in the MCP session's kernel and
+// the progress notifications name each round and step.
+func TestMCPRunTaskToolMode(t *testing.T) {
+	_, flags := modelServer(t, pyCallReply("x = 6 * 7\n"), pyCallReply("print('the answer is', x)\n"), llmtest.Say("Printed."),
+		llmtest.Say(`{"task_complete": true, "missing": ""}`))
+	c := startMCP(t, flags...)
+	var out struct {
+		Success bool
+		Output  string
+		Code    string
+	}
+	c.call(t, "run_task", map[string]any{"task": "print the answer", "mode": "tools", "max_steps": 4}, &out)
+	if !out.Success || out.Output != "the answer is 42\n" || !strings.Contains(out.Code, "x = 6 * 7") {
+		t.Fatalf("run_task: %+v", out)
+	}
+	res := c.call(t, "run_task", map[string]any{"task": "x", "mode": "tools", "tests": "def test_x(): pass\n"}, nil)
+	if !res.IsError {
+		t.Error("mode tools with tests was accepted")
+	}
+}
