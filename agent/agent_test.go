@@ -46,6 +46,15 @@ func py(code string) llmtest.Reply {
 	return llmtest.Say("Here is the program.\n\n```python\n" + code + "```\n")
 }
 
+// analyst is a model that writes the analysis when its prompt shows the
+// columns it printed, and looks at them again when it does not.
+var analyst = llmtest.Reply{Func: func(req llmtest.Request) llmtest.Reply {
+	if strings.Contains(req.Text(), columnList) {
+		return py(analysis)
+	}
+	return py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\nprint(list(df.columns))\n")
+}}
+
 // judge is a verifier that judges the sales analysis complete when the
 // output shows the top products.
 var judge = llmtest.Reply{Func: func(req llmtest.Request) llmtest.Reply {
@@ -200,12 +209,7 @@ func TestSelfCorrectionTrajectory(t *testing.T) {
 		py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\ndf[\"revenue\"] = df[\"quantity\"] * df[\"price\"]\nprint(df)\n"),
 		py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\nprint(list(df.columns))\n"),
 		verdict(false, missing),
-		llmtest.Reply{Func: func(req llmtest.Request) llmtest.Reply {
-			if strings.Contains(req.Text(), columnList) {
-				return py(analysis)
-			}
-			return py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\nprint(list(df.columns))\n")
-		}},
+		analyst,
 		judge,
 	)
 	res, err := a.Run(context.Background(), Task{Prompt: "Analyze sales.csv: top 5 products by revenue, plot the monthly trend, save it as revenue_trend.png", Workspace: ws})
@@ -273,12 +277,7 @@ func TestFreshStartRemembers(t *testing.T) {
 		verdict(false, "the top 5 products by revenue are missing"),
 		py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\ndf[\"revenue\"] = df[\"quantity\"] * df[\"price\"]\nprint(df)\n"),
 		py("import pandas as pd\n\ndf = pd.read_csv(\"sales_data.csv\")\nprint(df)\n"),
-		llmtest.Reply{Func: func(req llmtest.Request) llmtest.Reply {
-			if strings.Contains(req.Text(), columnList) {
-				return py(analysis)
-			}
-			return py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\nprint(list(df.columns))\n")
-		}},
+		analyst,
 		judge,
 	)
 	res, err := a.Run(context.Background(), Task{Prompt: "Analyze sales.csv: top 5 products by revenue, plot the monthly trend, save it as revenue_trend.png", Workspace: ws})

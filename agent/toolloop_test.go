@@ -13,11 +13,7 @@ import (
 	"github.com/codeagent/codeagent/sandbox"
 )
 
-// toolCall is a call of tool name with args as its JSON arguments.
-func toolCall(name string, args any) llm.ToolCall {
-	b, _ := json.Marshal(args)
-	return llm.ToolCall{Name: name, Arguments: b}
-}
+var toolCall = llmtest.ToolCall
 
 func pyCall(code string) llm.ToolCall {
 	return toolCall("execute_python", map[string]string{"code": code})

@@ -1,28 +1,21 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/codeagent/codeagent/agent"
-	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/llmtest"
 )
-
-func cellCall(code string) llmtest.Reply {
-	args, _ := json.Marshal(map[string]string{"code": code})
-	return llmtest.Call(llm.ToolCall{Name: "execute_python", Arguments: args})
-}
 
 // A run in tool mode: its cells run in the session's kernel (whose state
 // the session keeps after the run), the events show each call, and the
 // result has the replayed program.
 func TestServeRunToolMode(t *testing.T) {
 	ts := newTestServer(t, testOptions{replies: []llmtest.Reply{
-		cellCall("import pandas as pd\n\ndf = pd.read_csv('sales.csv')\nprint(len(df), 'rows')\n"),
-		cellCall("print('units', df['units'].sum())\n"),
+		llmtest.Call(llmtest.ToolCall("execute_python", map[string]string{"code": "import pandas as pd\n\ndf = pd.read_csv('sales.csv')\nprint(len(df), 'rows')\n"})),
+		llmtest.Call(llmtest.ToolCall("execute_python", map[string]string{"code": "print('units', df['units'].sum())\n"})),
 		llmtest.Say("Printed the units."),
 		llmtest.Say(verifyOK),
 	}})

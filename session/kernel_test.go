@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,8 +41,7 @@ func TestToolModeRunIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := func(code string) llmtest.Reply {
-		args, _ := json.Marshal(map[string]string{"code": code})
-		return llmtest.Call(llm.ToolCall{Name: "execute_python", Arguments: args})
+		return llmtest.Call(llmtest.ToolCall("execute_python", map[string]string{"code": code}))
 	}
 	srv := llmtest.NewOpenAIServer(t, call("total = sum(range(5))\n"), call("print('total', total)\n"), llmtest.Say("Printed."))
 	p, err := providers.New(llmtest.Config(llm.ProviderOpenAI, srv.BaseURL), nil, nil)

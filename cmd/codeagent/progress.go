@@ -66,11 +66,7 @@ func (p *progress) Event(e agent.Event) {
 		}
 	case e.Type == agent.EventChecked:
 		if e.Safe != nil && !*e.Safe {
-			detail := ""
-			if len(e.Findings) > 0 {
-				detail = fmt.Sprintf("line %d: %s", e.Findings[0].Line, e.Findings[0].Message)
-			}
-			s = p.failed(e.ErrorClass, detail)
+			s = p.failed(e.ErrorClass, findingDetail(e))
 		} else if e.Phase == agent.PhaseTests {
 			s = " · running against a stub"
 		} else {
@@ -120,15 +116,9 @@ func (p *progress) executed(e agent.Event) string {
 		}
 	}
 	if e.ErrorClass != "" {
-		detail := ""
-		if e.Result != nil {
-			detail = e.Result.Message
-			if e.Result.Status == "error" {
-				detail = lastNonEmpty(e.Result.Stderr)
-				if p.mode != modeVerify && p.mode != modePlain && e.Phase == agent.PhaseCode {
-					detail = lastNonEmpty(e.Result.Stdout) // pytest's summary
-				}
-			}
+		detail := resultDetail(e)
+		if e.Result != nil && e.Result.Status == "error" && p.mode != modeVerify && p.mode != modePlain && e.Phase == agent.PhaseCode {
+			detail = lastNonEmpty(e.Result.Stdout) // pytest's summary
 		}
 		return p.failed(e.ErrorClass, detail)
 	}
@@ -164,6 +154,26 @@ func (p *progress) endLine() {
 		io.WriteString(p.w, "\n")
 		p.open = false
 	}
+}
+
+// findingDetail is the first finding of a checked event, in short.
+func findingDetail(e agent.Event) string {
+	if len(e.Findings) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("line %d: %s", e.Findings[0].Line, e.Findings[0].Message)
+}
+
+// resultDetail is why an executed event's run failed: the error's last
+// line, or the sandbox's message.
+func resultDetail(e agent.Event) string {
+	switch {
+	case e.Result == nil:
+		return ""
+	case e.Result.Status == "error":
+		return lastNonEmpty(e.Result.Stderr)
+	}
+	return e.Result.Message
 }
 
 func lastNonEmpty(s string) string {

@@ -27,23 +27,12 @@ func (p *progress) tool(e agent.Event) string {
 		return fmt.Sprintf("  step %d/%d %s", e.Step, e.MaxSteps, termtext.Name(e.Tool))
 	case agent.EventChecked:
 		if e.Safe != nil && !*e.Safe {
-			detail := ""
-			if len(e.Findings) > 0 {
-				detail = fmt.Sprintf("line %d: %s", e.Findings[0].Line, e.Findings[0].Message)
-			}
-			return p.failed(e.ErrorClass, detail)
+			return p.failed(e.ErrorClass, findingDetail(e))
 		}
 		return " · running"
 	case agent.EventExecuted:
 		if e.ErrorClass != "" {
-			detail := ""
-			if e.Result != nil {
-				detail = e.Result.Message
-				if e.Result.Status == "error" {
-					detail = lastNonEmpty(e.Result.Stderr)
-				}
-			}
-			return p.failed(e.ErrorClass, detail)
+			return p.failed(e.ErrorClass, resultDetail(e))
 		}
 		p.open = false
 		return " ✓\n"

@@ -8,13 +8,11 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/agent"
-	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/llmtest"
 )
 
 func pyCallReply(code string) llmtest.Reply {
-	args, _ := json.Marshal(map[string]string{"code": code})
-	return llmtest.Call(llm.ToolCall{Name: "execute_python", Arguments: args})
+	return llmtest.Call(llmtest.ToolCall("execute_python", map[string]string{"code": code}))
 }
 
 // run --mode tools, end to end: the model's tool calls run in the kernel,
@@ -23,9 +21,8 @@ func pyCallReply(code string) llmtest.Reply {
 func TestRunToolMode(t *testing.T) {
 	manifest := filepath.Join(t.TempDir(), "agent.yaml")
 	os.WriteFile(manifest, []byte("agent:\n  tools:\n    - name: execute_python\n      timeout: 20\n"), 0o644)
-	bash, _ := json.Marshal(map[string]string{"code": "echo hi > hi.txt"})
 	_, flags := modelServer(t,
-		llmtest.Call(llm.ToolCall{Name: "execute_bash", Arguments: bash}),
+		llmtest.Call(llmtest.ToolCall("execute_bash", map[string]string{"code": "echo hi > hi.txt"})),
 		pyCallReply("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\nprint(list(df.columns))\n"),
 		pyCallReply("df[\"revenue\"] = df[\"units\"] * df[\"unit_price\"]\nprint(\"Total revenue:\", df[\"revenue\"].sum())\n"),
 		llmtest.Say("The total revenue is printed."),

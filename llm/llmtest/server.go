@@ -82,10 +82,19 @@ type Reply struct {
 	Func func(req Request) Reply
 }
 
-// Call is a reply that calls tools, in order: each call is a tool name and
-// its arguments as JSON.
+// Call is a reply that calls tools, in order.
 func Call(calls ...llm.ToolCall) Reply {
 	return Reply{ToolCalls: calls, Usage: &llm.Usage{InputTokens: 10, OutputTokens: 5}}
+}
+
+// ToolCall is a call of the tool name with args encoded as its JSON
+// arguments.
+func ToolCall(name string, args any) llm.ToolCall {
+	b, err := json.Marshal(args)
+	if err != nil {
+		panic(err)
+	}
+	return llm.ToolCall{Name: name, Arguments: b}
 }
 
 // Say is a 200 reply with text and a small usage block.
