@@ -84,24 +84,21 @@ func (r *run) runTools(ctx context.Context) (program bool, err error) {
 		r.emit(Event{Type: EventGenerated, Attempt: t.at.N, Phase: PhaseTool, Message: cutRunes(r.a.redact.String(resp.Text), 500), DurationMS: ms(t0)})
 		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: r.a.redact.String(resp.Text), ToolCalls: calls})
 		if len(calls) > 0 {
-			if t.stepsLeft() <= 0 {
-				for _, c := range calls {
-					r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, ToolName: c.Name, IsError: true,
-						Content: "error: not run: the budget of tool calls is spent"})
-				}
-				return false, t.outOfSteps()
-			}
+			// Every call is answered; those beyond the budget do not run,
+			// and a model told the budget is spent that calls on fails.
+			spent := t.stepsLeft() <= 0
 			for _, c := range calls {
-				if t.stepsLeft() <= 0 {
-					r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, ToolName: c.Name, IsError: true,
-						Content: "error: not run: the budget of tool calls is spent"})
-					continue
-				}
-				m, err := t.step(ctx, c)
-				if err != nil {
-					return false, err
+				m := llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, ToolName: c.Name, IsError: true,
+					Content: "error: not run: the budget of tool calls is spent"}
+				if t.stepsLeft() > 0 {
+					if m, err = t.step(ctx, c); err != nil {
+						return false, err
+					}
 				}
 				r.msgs = append(r.msgs, m)
+			}
+			if spent {
+				return false, t.outOfSteps()
 			}
 			if t.stepsLeft() <= 0 {
 				r.say(render("tools_last.txt", map[string]any{"MaxSteps": cfg.MaxSteps}))
