@@ -3,6 +3,13 @@
 // verifies the output with the model and feeds every failure back until the
 // task is done or the attempt budget is spent.
 //
+// In tool mode the model works through function calls instead: execute_*
+// tools (execute_python in a stateful kernel) and the workspace's files,
+// each call checked against the offered tools and statically before it
+// runs; when the model ends, the cells that succeeded are assembled into
+// the program and replayed in a fresh sandbox, which must reproduce what
+// the verifier accepted.
+//
 // The package is a library; `codeagent run` is a thin front end. An Agent is
 // built from a Config and its dependencies (model, sandbox, checker, logger,
 // observer) and holds no global state. Everything shown to the model or
@@ -17,6 +24,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
@@ -29,6 +37,14 @@ const (
 	DefaultMaxIterations   = 5
 	DefaultFreshStartAfter = 3
 	DefaultMaxTestRounds   = 3
+	DefaultMaxSteps        = 20
+)
+
+// Modes of Config.Mode.
+const (
+	ModeProgram = "program" // whole programs in fenced code blocks
+	ModeTools   = "tools"   // tool calls: execute_*, list_files, read_file, write_file
+	ModeAuto    = "auto"    // tools when the endpoint takes them, programs otherwise
 )
 
 // File names the agent writes in the workspace.
@@ -76,6 +92,20 @@ type Config struct {
 	Temperature *float64
 	// Artifacts bound the listing of created files.
 	Artifacts workspace.Limits
+	// Mode is ModeProgram (the default), ModeTools or ModeAuto: tools when
+	// the endpoint accepts tool definitions and the model calls them in
+	// its first answer, programs otherwise, for the rest of the run. Auto
+	// takes program mode for test-driven runs, tests and a network, which
+	// tool mode does not do.
+	Mode string
+	// MaxSteps bounds the tool calls of a run in tool mode (default 20);
+	// MaxIterations then bounds its verification rounds.
+	MaxSteps int
+	// Tools are the execute tools offered in tool mode (execute_python,
+	// execute_javascript, execute_bash, as a manifest lists them) with the
+	// limits of each (zero fields: Limits'); nil offers all three with
+	// Limits. The language's own tool must be among them.
+	Tools map[string]sandbox.Limits
 }
 
 // Deps are what an Agent works with. Provider, Sandbox and Checker are
@@ -136,6 +166,9 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if cfg.Tests && l.Name != "python" {
 		return nil, fmt.Errorf("%w: test-driven mode needs python (pytest), not %s", ErrConfig, l.Name)
 	}
+	if err := cfg.validateTools(l.Name); err != nil {
+		return nil, err
+	}
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -162,6 +195,11 @@ type Task struct {
 	// check reported. The model never sees the check itself. An error ends
 	// the run.
 	Accept func(ctx context.Context, code string) (Acceptance, error)
+	// NewKernel starts tool mode's kernel for opts, in which execute_python
+	// cells run with their state kept (a session's, whose cells are
+	// audited: see package session); nil starts kernel.NewSession(opts).
+	// The run closes the kernel when it ends.
+	NewKernel func(opts kernel.Options) kernel.Interpreter
 }
 
 // Acceptance is the outcome of Task.Accept.
@@ -177,8 +215,10 @@ type Acceptance struct {
 // Result is the outcome of a run. It is returned also with an error, as
 // far as the run got.
 type Result struct {
-	Success  bool `json:"success"`
-	Attempts int  `json:"attempts"`
+	Success bool `json:"success"`
+	// Mode is how the run worked: program or tools.
+	Mode     string `json:"mode"`
+	Attempts int    `json:"attempts"`
 	// Code is the final program as shown: secrets redacted.
 	Code string `json:"code"`
 	// Source is the final program exactly as it was extracted and run,
@@ -214,6 +254,11 @@ type Attempt struct {
 	Verdict    *Verdict            `json:"verdict,omitempty"`
 	// Acceptance is the outcome of Task.Accept, when it ran.
 	Acceptance *Acceptance `json:"acceptance,omitempty"`
+	// Steps are the tool calls of a verification round (tool mode), and
+	// Replay the assembled program's run in a fresh sandbox; Code is
+	// that program.
+	Steps  []Step              `json:"steps,omitempty"`
+	Replay *sandbox.ResultJSON `json:"replay,omitempty"`
 }
 
 // Verdict is the verifier's judgement of a successful run.

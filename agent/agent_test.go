@@ -46,6 +46,21 @@ func py(code string) llmtest.Reply {
 	return llmtest.Say("Here is the program.\n\n```python\n" + code + "```\n")
 }
 
+// analyst is a model that writes the analysis when its prompt shows the
+// columns it printed, and looks at them again when it does not.
+var analyst = llmtest.Reply{Func: func(req llmtest.Request) llmtest.Reply {
+	if strings.Contains(req.Text(), columnList) {
+		return py(analysis)
+	}
+	return py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\nprint(list(df.columns))\n")
+}}
+
+// judge is a verifier that judges the sales analysis complete when the
+// output shows the top products.
+var judge = llmtest.Reply{Func: func(req llmtest.Request) llmtest.Reply {
+	return verdict(strings.Contains(req.Text(), "Top 5 products by revenue:"), "the top 5 products by revenue are missing")
+}}
+
 // verdict is a verifier's answer.
 func verdict(complete bool, missing string) llmtest.Reply {
 	return llmtest.Say(fmt.Sprintf(`{"task_complete": %v, "missing": %q}`, complete, missing))
@@ -55,9 +70,27 @@ func verdict(complete bool, missing string) llmtest.Reply {
 // the real sandbox and checker, and a workspace holding files.
 func setup(t *testing.T, cfg Config, files map[string]string, replies ...llmtest.Reply) (*Agent, *llmtest.Server, *workspace.Workspace, *[]Event) {
 	t.Helper()
+	return setupWire(t, wires[0], cfg, files, replies...)
+}
+
+// wire is a fake model server of one protocol.
+type wire struct {
+	name      string
+	provider  string
+	newServer func(testing.TB, ...llmtest.Reply) *llmtest.Server
+}
+
+var wires = []wire{
+	{"openai", llm.ProviderOpenAI, llmtest.NewOpenAIServer},
+	{"anthropic", llm.ProviderAnthropic, llmtest.NewAnthropicServer},
+}
+
+// setupWire is setup with the fake server of w's protocol.
+func setupWire(t *testing.T, w wire, cfg Config, files map[string]string, replies ...llmtest.Reply) (*Agent, *llmtest.Server, *workspace.Workspace, *[]Event) {
+	t.Helper()
 	sb, ck := realParts(t)
-	srv := llmtest.NewOpenAIServer(t, replies...)
-	p, err := providers.New(llmtest.Config(llm.ProviderOpenAI, srv.BaseURL), nil, nil)
+	srv := w.newServer(t, replies...)
+	p, err := providers.New(llmtest.Config(w.provider, srv.BaseURL), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +195,11 @@ if __name__ == "__main__":
     main()
 `
 
-// TestSelfCorrectionTrajectory is the classic data-analysis trajectory:
-// NameError, a guessed file name, a guessed column, printing the columns
-// (judged incomplete), then the right answer.
+// TestSelfCorrectionTrajectory is the classic data-analysis trajectory
+// with the default budgets: NameError, a guessed file name, a guessed
+// column, printing the columns (judged incomplete: progress, not a failed
+// repair), then the right answer at attempt 5, from a model that needs
+// the columns it printed to write it (without them it looks again).
 func TestSelfCorrectionTrajectory(t *testing.T) {
 	const missing = "the top 5 products by revenue and the plot revenue_trend.png are missing"
 	a, srv, ws, events := setup(t, Config{Verify: true, Limits: sandbox.Limits{WallTime: 30 * time.Second, Memory: 512 << 20}},
@@ -174,8 +209,8 @@ func TestSelfCorrectionTrajectory(t *testing.T) {
 		py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\ndf[\"revenue\"] = df[\"quantity\"] * df[\"price\"]\nprint(df)\n"),
 		py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\nprint(list(df.columns))\n"),
 		verdict(false, missing),
-		py(analysis),
-		verdict(true, ""),
+		analyst,
+		judge,
 	)
 	res, err := a.Run(context.Background(), Task{Prompt: "Analyze sales.csv: top 5 products by revenue, plot the monthly trend, save it as revenue_trend.png", Workspace: ws})
 	if err != nil {
@@ -210,15 +245,12 @@ func TestSelfCorrectionTrajectory(t *testing.T) {
 		t.Errorf("the verification request did not ask for JSON: %s", reqs[4].Body)
 	}
 	mustContain(t, "verification request", sent(reqs[4]), "task_complete", "['date', 'product', 'units', 'unit_price']", "Files it created or changed: none")
-	// Three failed repairs in a row: attempt 5 starts afresh with a summary.
-	if !res.History[4].FreshStart {
-		t.Error("attempt 5 was not a fresh start")
+	// The incomplete run was progress: attempt 5 repairs it in the same
+	// conversation, which shows the columns.
+	if res.History[4].FreshStart {
+		t.Error("attempt 5 was a fresh start")
 	}
-	fresh := sent(reqs[5])
-	mustContain(t, "fresh start", fresh, "Start afresh", "attempt 1 (name): NameError", "attempt 2 (file)", "attempt 3 (value): KeyError: 'quantity'", "attempt 4 (incomplete): ran, but "+missing)
-	if strings.Contains(fresh, "print(df.head())") {
-		t.Error("the fresh start carried the old conversation")
-	}
+	mustContain(t, "fifth request", sent(reqs[5]), columnList, "What is missing: "+missing, "print(df.head())")
 	mustContain(t, "final verification", sent(reqs[6]), "revenue_trend.png (")
 
 	var types []string
@@ -232,6 +264,36 @@ func TestSelfCorrectionTrajectory(t *testing.T) {
 	}
 	if last := (*events)[len(*events)-1]; last.Success == nil || !*last.Success || last.Attempt != 5 {
 		t.Errorf("done event = %+v", last)
+	}
+}
+
+// A fresh start remembers what the runs found out: the output of a run
+// that succeeded (the columns), the names that were not there and the
+// lines the errors were at; without that the model would explore again.
+func TestFreshStartRemembers(t *testing.T) {
+	a, srv, ws, _ := setup(t, Config{Verify: true, FreshStartAfter: 2, Limits: sandbox.Limits{Memory: 512 << 20}},
+		map[string]string{"sales.csv": salesCSV},
+		py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\nprint(list(df.columns))\n"),
+		verdict(false, "the top 5 products by revenue are missing"),
+		py("import pandas as pd\n\ndf = pd.read_csv(\"sales.csv\")\ndf[\"revenue\"] = df[\"quantity\"] * df[\"price\"]\nprint(df)\n"),
+		py("import pandas as pd\n\ndf = pd.read_csv(\"sales_data.csv\")\nprint(df)\n"),
+		analyst,
+		judge,
+	)
+	res, err := a.Run(context.Background(), Task{Prompt: "Analyze sales.csv: top 5 products by revenue, plot the monthly trend, save it as revenue_trend.png", Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Success || res.Attempts != 4 || !res.History[3].FreshStart {
+		t.Fatalf("success %v after %d attempts (%s); %q", res.Success, res.Attempts, res.Message, classes(res.History))
+	}
+	fresh := srv.Requests()[4].Text()
+	mustContain(t, "fresh start", fresh, "Start afresh", "What earlier runs printed", "attempt 1:", columnList,
+		`the key or column "quantity"`, `the file "sales_data.csv"`,
+		`attempt 2 (value): KeyError: 'quantity' at line 4: df["revenue"] = df["quantity"] * df["price"]`,
+		"attempt 3 (file): FileNotFoundError: [Errno 2] No such file or directory: 'sales_data.csv' at line 3:")
+	if strings.Contains(fresh, "print(df)") {
+		t.Error("the fresh start carried the old conversation")
 	}
 }
 

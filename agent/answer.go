@@ -32,32 +32,36 @@ func (b *badAnswer) forModel() string {
 // without code); one that is too large or not valid UTF-8 comes back as a
 // badAnswer for the caller to replace. Other provider errors end the run.
 func (r *run) chat(ctx context.Context, system string, msgs []llm.Message, asJSON bool) (string, *badAnswer, error) {
+	resp, bad, err := r.send(ctx, llm.Request{System: system, Messages: msgs, JSON: asJSON})
+	return resp.Text, bad, err
+}
+
+// send is chat for any request, with the whole response (tool calls).
+func (r *run) send(ctx context.Context, req llm.Request) (llm.Response, *badAnswer, error) {
 	cfg := r.a.cfg
-	resp, err := r.a.deps.Provider.Chat(ctx, llm.Request{
-		Model: cfg.Model, System: system, Messages: msgs, JSON: asJSON,
-		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
-	})
+	req.Model, req.Temperature, req.MaxTokens = cfg.Model, cfg.Temperature, cfg.MaxTokens
+	resp, err := r.a.deps.Provider.Chat(ctx, req)
 	r.res.Usage.add(resp.Usage)
 	if err != nil {
 		switch k := llm.KindOf(err); k {
 		case llm.KindTruncated, llm.KindEmptyAnswer:
 			r.a.log.Warn("bad answer from the model", "err", err)
-			return resp.Text, nil, nil
+			return resp, nil, nil
 		case llm.KindTooLarge, llm.KindInvalidUTF8:
 			if ctx.Err() == nil {
 				r.a.log.Debug("unusable answer from the model", "err", err)
-				return "", &badAnswer{tooLarge: k == llm.KindTooLarge, message: r.a.redact.String(err.Error())}, nil
+				return llm.Response{}, &badAnswer{tooLarge: k == llm.KindTooLarge, message: r.a.redact.String(err.Error())}, nil
 			}
 		}
 		if ctx.Err() != nil {
-			return "", nil, errors.Join(ctx.Err(), err)
+			return llm.Response{}, nil, errors.Join(ctx.Err(), err)
 		}
-		return "", nil, err
+		return llm.Response{}, nil, err
 	}
 	for _, note := range resp.Notes {
 		r.a.log.Warn(note)
 	}
-	return resp.Text, nil, nil
+	return resp, nil, nil
 }
 
 // placeholder stands for a refused answer in the conversation.

@@ -22,6 +22,9 @@ const (
 	EventExecuted     EventType = "executed"      // the program (or the tests) ran in the sandbox
 	EventVerified     EventType = "verified"      // the verifier judged a successful run
 	EventAccepted     EventType = "accepted"      // the caller's acceptance check (Task.Accept) ran
+	EventToolCall     EventType = "tool_call"     // tool mode: the model called a tool (checked, executed may follow)
+	EventToolResult   EventType = "tool_result"   // tool mode: what the call gave the model
+	EventReplayed     EventType = "replayed"      // tool mode: the assembled program ran in a fresh sandbox
 	EventDone         EventType = "done"          // the run ended
 )
 
@@ -30,6 +33,7 @@ const (
 	PhaseTests   = "tests"   // generating and validating tests (test-driven mode)
 	PhaseCode    = "code"    // generating and running the program
 	PhaseProgram = "program" // running the program after its tests passed
+	PhaseTool    = "tool"    // tool mode: model answers, tool calls, the replay
 )
 
 // Event is one step of a run. Fields not relevant to a type are omitted.
@@ -41,7 +45,8 @@ type Event struct {
 	Phase       string    `json:"phase,omitempty"`
 	// FreshStart marks an attempt regenerated from the task (attempt_start).
 	FreshStart bool `json:"fresh_start,omitempty"`
-	// Code is the extracted program or tests (generated).
+	// Code is the extracted program or tests (generated), or the program
+	// assembled from tool calls (replayed).
 	Code string `json:"code,omitempty"`
 	// Findings of the static check (checked); Safe says there were none.
 	Findings []safety.Finding `json:"findings,omitempty"`
@@ -54,13 +59,28 @@ type Event struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Acceptance is the caller's check of the code (accepted).
 	Acceptance *Acceptance `json:"acceptance,omitempty"`
+	// Mode is the run's mode, program or tools (the first attempt_start
+	// once it is decided, and done).
+	Mode string `json:"mode,omitempty"`
+	// Step numbers a tool call in the run, of MaxSteps; Tool, CallID and
+	// Arguments are the call (tool_call and the checked and executed
+	// events of its code); ToolResult is what the model got back
+	// (tool_result).
+	Step       int             `json:"step,omitempty"`
+	MaxSteps   int             `json:"max_steps,omitempty"`
+	Tool       string          `json:"tool,omitempty"`
+	CallID     string          `json:"call_id,omitempty"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	ToolResult string          `json:"tool_result,omitempty"`
 	// Success and Message close the run (done); Message also says why an
-	// answer could not be used (generated, error class bad_answer).
+	// answer could not be used (generated, error class bad_answer) and
+	// how a replay differed (replayed).
 	Success *bool  `json:"success,omitempty"`
 	Message string `json:"message,omitempty"`
 	// DurationMS is the step's wall time: the model call (generated), the
-	// check (checked), the execution (executed), the verifier (verified),
-	// the acceptance check (accepted) or the whole run (done).
+	// check (checked), the execution (executed, replayed), the verifier
+	// (verified), the acceptance check (accepted), the tool call
+	// (tool_result) or the whole run (done).
 	DurationMS int64 `json:"duration_ms,omitempty"`
 }
 

@@ -25,7 +25,14 @@ type run struct {
 	msgs      []llm.Message
 	tests     string // the tests deciding success, as run
 	userTests bool
-	failures  []string // one line per failed attempt, for a fresh start
+	failures  []string  // one line per failed attempt, for a fresh start
+	learned   []learned // what runs that succeeded printed, for a fresh start
+	missing   []string  // files and keys runs did not find, for a fresh start
+	mode      string    // the mode in effect: ModeProgram, ModeTools, or ModeAuto until decided
+	// pending is auto mode's first answer (or why it was unusable), for
+	// program mode's first attempt.
+	pending    string
+	pendingBad *badAnswer
 }
 
 // Run works on task until it is done or the budget is spent. The error is
@@ -52,13 +59,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	r.before = before
 	r.files = r.a.redact.String(r.ws.Describe(r.exclude))
-	lim := cfg.Limits.WithDefaults()
-	r.system = render("system.txt", map[string]any{
-		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
-		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
-		"Packages": packages[r.a.lang.Name], "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
-		"Network": allowedHosts(cfg.Network),
-	})
+	r.system = render("system.txt", r.systemData())
 	switch {
 	case r.task.TestCode != "":
 		r.tests, r.userTests = r.task.TestCode, true
@@ -76,7 +77,34 @@ func (r *run) run(ctx context.Context) error {
 			return nil
 		}
 	}
+	if r.mode = r.a.modeFor(r.task); r.mode != ModeProgram {
+		program, err := r.runTools(ctx)
+		if !program || err != nil {
+			return err
+		}
+		r.system = render("system.txt", r.systemData())
+	}
+	r.mode, r.res.Mode = ModeProgram, ModeProgram
 	return r.loop(ctx)
+}
+
+// modeFor is the mode a task starts in: auto takes program mode where
+// tool mode does not apply (tests, an acceptance check, a network).
+func (a *Agent) modeFor(t Task) string {
+	if a.cfg.Mode == ModeAuto && (a.cfg.Tests || t.TestCode != "" || t.Accept != nil || a.cfg.Network != nil) {
+		return ModeProgram
+	}
+	return a.cfg.Mode
+}
+
+func (r *run) systemData() map[string]any {
+	lim := r.a.cfg.Limits.WithDefaults()
+	return map[string]any{
+		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
+		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
+		"Packages": packages[r.a.lang.Name], "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
+		"Network": allowedHosts(r.a.cfg.Network),
+	}
 }
 
 // packages names what a program may use, per language, for the prompt.
@@ -87,7 +115,8 @@ var packages = map[string]string{
 }
 
 // loop iterates attempts, starting afresh from the task after
-// FreshStartAfter failed repairs in a row.
+// FreshStartAfter failed repairs in a row. A run that succeeded but was
+// judged incomplete is progress, not a failed repair.
 func (r *run) loop(ctx context.Context) error {
 	cfg := r.a.cfg
 	r.msgs = []llm.Message{r.user(render("task.txt", r.taskData(1)))}
@@ -98,9 +127,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		fresh := false
 		if n > 1 && cfg.FreshStartAfter > 0 && failedRepairs >= cfg.FreshStartAfter {
-			d := r.taskData(n)
-			d["Failures"] = r.failures
-			r.msgs = []llm.Message{r.user(render("fresh.txt", d))}
+			r.msgs = []llm.Message{r.user(render("fresh.txt", r.freshData(n)))}
 			failedRepairs, fresh = 0, true
 			r.a.log.Debug("fresh start", "attempt", n)
 		}
@@ -115,7 +142,10 @@ func (r *run) loop(ctx context.Context) error {
 			return nil
 		}
 		r.a.log.Debug("attempt failed", "attempt", n, "class", at.ErrorClass)
-		if n > 1 && !fresh {
+		switch {
+		case at.ErrorClass == ClassIncomplete:
+			failedRepairs = 0
+		case n > 1 && !fresh:
 			failedRepairs++
 		}
 	}
@@ -139,7 +169,11 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	at = Attempt{N: n, FreshStart: fresh, Check: []safety.Finding{}}
 	r.emit(Event{Type: EventAttemptStart, Attempt: n, Phase: PhaseCode, FreshStart: fresh})
 	t0 := time.Now()
-	answer, bad, err := r.chat(ctx, r.system, r.msgs, false)
+	answer, bad, err := r.pending, r.pendingBad, error(nil)
+	if r.pending == "" && r.pendingBad == nil {
+		answer, bad, err = r.chat(ctx, r.system, r.msgs, false)
+	}
+	r.pending, r.pendingBad = "", nil
 	if err != nil {
 		return at, false, err
 	}
@@ -212,6 +246,7 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		r.debug(n, class, at.Code, res, false)
 		return at, false, nil
 	}
+	r.learn(n, res.Stdout)
 	if ok, err := r.accept(ctx, n, code, &at); !ok || err != nil {
 		return at, false, err
 	}
@@ -271,10 +306,16 @@ func (r *run) accept(ctx context.Context, n int, code string, at *Attempt) (bool
 	return false, nil
 }
 
-// check runs the static checker and emits its event.
+// check runs the static checker on the program and emits its event.
 func (r *run) check(ctx context.Context, n int, phase, code string) ([]safety.Finding, error) {
+	return r.checkAs(ctx, Event{Attempt: n, Phase: phase}, r.a.safeLang, code)
+}
+
+// checkAs checks code in language l and emits the checked event, e with
+// the findings.
+func (r *run) checkAs(ctx context.Context, e Event, l safety.Language, code string) ([]safety.Finding, error) {
 	t0 := time.Now()
-	rep, err := r.a.deps.Checker.Check(ctx, r.a.safeLang, []byte(code))
+	rep, err := r.a.deps.Checker.Check(ctx, l, []byte(code))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -287,56 +328,9 @@ func (r *run) check(ctx context.Context, n int, phase, code string) ([]safety.Fi
 		findings[i] = f
 	}
 	safe := len(findings) == 0
-	r.emit(Event{Type: EventChecked, Attempt: n, Phase: phase, Findings: findings, Safe: &safe,
-		ErrorClass: ClassifyFindings(findings), DurationMS: ms(t0)})
+	e.Type, e.Findings, e.Safe, e.ErrorClass, e.DurationMS = EventChecked, findings, &safe, ClassifyFindings(findings), ms(t0)
+	r.emit(e)
 	return findings, nil
-}
-
-// pytestCommand runs the tests in the workspace.
-var pytestCommand = []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", TestFileName}
-
-// exec runs the program (or, with tests, pytest) in the sandbox, redacts
-// its output, classifies it and emits the executed event.
-func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbox.Result, ErrorClass, error) {
-	cmd := r.a.lang.Command(sandbox.WorkspacePath + "/" + r.a.SolutionFile())
-	if tests {
-		cmd = pytestCommand
-	}
-	env := make(map[string]string, len(r.a.lang.Env)+len(r.a.cfg.Env))
-	for k, v := range r.a.lang.Env {
-		env[k] = v
-	}
-	for k, v := range r.a.cfg.Env {
-		env[k] = v
-	}
-	res, err := r.a.deps.Sandbox.Run(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Env: env, Limits: r.a.cfg.Limits,
-		Network: r.a.cfg.Network})
-	if err != nil {
-		return res, "", fmt.Errorf("run the program: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return res, "", err
-	}
-	res.Stdout, res.Stderr = r.a.redact.Bytes(res.Stdout), r.a.redact.Bytes(res.Stderr)
-	var class ErrorClass
-	if tests {
-		class = classifyTests(res)
-	} else {
-		class = Classify(res, string(res.Stderr))
-	}
-	r.emit(Event{Type: EventExecuted, Attempt: n, Phase: phase, Result: resultJSON(res), ErrorClass: class,
-		DurationMS: res.WallTime.Milliseconds()})
-	return res, class, nil
-}
-
-// classifyTests classes a pytest run: the exception a failing test raised,
-// or assertion when tests simply failed.
-func classifyTests(res sandbox.Result) ErrorClass {
-	c := Classify(res, string(res.Stdout)+"\n"+string(res.Stderr))
-	if c == ClassRuntime && res.Status == sandbox.StatusError && res.ExitCode == 1 {
-		return ClassAssertion
-	}
-	return c
 }
 
 // debug feeds a failed run back to the model.
@@ -366,6 +360,10 @@ func (r *run) debug(n int, class ErrorClass, code string, res sandbox.Result, te
 	r.say(render("debug.txt", d))
 	if detail == "" || class == ClassTimeout || class == ClassMemory {
 		detail = strings.TrimSuffix(problem, ".")
+	}
+	if !tests {
+		detail += r.failedLine(code, string(res.Stderr))
+		r.noteMissing(string(res.Stderr))
 	}
 	r.fail(n, class, detail)
 }
@@ -439,8 +437,11 @@ func (r *run) finish(err error, started time.Time) {
 	if err != nil {
 		r.res.Message = r.a.redact.String(err.Error())
 	}
+	if r.res.Mode == "" && r.mode != ModeAuto {
+		r.res.Mode = r.mode
+	}
 	ok := r.res.Success
-	r.emit(Event{Type: EventDone, Attempt: r.res.Attempts, Success: &ok, Message: r.res.Message, DurationMS: ms(started)})
+	r.emit(Event{Type: EventDone, Attempt: r.res.Attempts, Mode: r.res.Mode, Success: &ok, Message: r.res.Message, DurationMS: ms(started)})
 }
 
 // resultJSON is the exec --json form of an (already redacted) result.

@@ -57,7 +57,11 @@ func (r *run) verify(ctx context.Context, n int, code string, res sandbox.Result
 	if !v.TaskComplete {
 		class = ClassIncomplete
 	}
-	r.emit(Event{Type: EventVerified, Attempt: n, Phase: PhaseCode, Verdict: &v, ErrorClass: class, DurationMS: ms(t0)})
+	phase := PhaseCode
+	if r.mode == ModeTools {
+		phase = PhaseTool
+	}
+	r.emit(Event{Type: EventVerified, Attempt: n, Phase: phase, Verdict: &v, ErrorClass: class, DurationMS: ms(t0)})
 	return v, nil
 }
 

@@ -371,3 +371,24 @@ func ErrorFromResponse(ep Endpoint, res *http.Response, err error) (*http.Respon
 	_ = res.Body.Close()
 	return nil, HTTPError(ep, res.StatusCode, res.Header, body)
 }
+
+// Refuses reports whether err is a 4xx/5xx refusal of the request (not
+// auth, a rate limit or a missing model) whose detail mentions one of
+// words: how a server says it does not take a feature such as tools.
+func Refuses(err error, words ...string) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.StatusCode < 400 {
+		return false
+	}
+	switch e.Kind {
+	case KindAuth, KindRateLimit, KindNotFound:
+		return false
+	}
+	d := strings.ToLower(e.Detail)
+	for _, w := range words {
+		if strings.Contains(d, w) {
+			return true
+		}
+	}
+	return false
+}

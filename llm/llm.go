@@ -58,6 +58,9 @@ type Message struct {
 	ToolCallID string
 	// ToolName is the called tool's name, for backends that want it.
 	ToolName string
+	// IsError marks a RoleTool result that reports a failed or refused
+	// call (Anthropic's is_error; OpenAI has no such flag).
+	IsError bool
 }
 
 // Tool is a function the model may call.
@@ -121,4 +124,8 @@ type Response struct {
 	// Notes tell about degraded service, e.g. tools dropped because the
 	// server does not support them. Show them to the user.
 	Notes []string
+	// ToolsDropped says the server refused the request's tools and it was
+	// answered without them (Notes says so too): the endpoint does not
+	// take tool definitions.
+	ToolsDropped bool
 }

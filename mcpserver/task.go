@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/providers"
 	"github.com/codeagent/codeagent/sandbox"
@@ -36,6 +37,12 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, argError("tests are larger than %s", sandbox.FormatSize(s.cfg.MaxCode))
 	case in.Tests != "" && l.Name != "python":
 		return nil, out, argError("tests need python (pytest), not %s", l.Name)
+	case in.Mode != "" && in.Mode != agent.ModeProgram && in.Mode != agent.ModeTools && in.Mode != agent.ModeAuto:
+		return nil, out, argError("mode %q: want program, tools or auto", in.Mode)
+	case in.MaxSteps < 0 || in.MaxSteps > 200:
+		return nil, out, argError("max_steps %d: want 1 to 200", in.MaxSteps)
+	case in.Mode == agent.ModeTools && (in.Tests != "" || len(in.AllowHosts) > 0):
+		return nil, out, argError("mode tools takes neither tests nor allow_hosts: use mode program (or auto)")
 	}
 	if err := s.checkFiles(in.Files); err != nil {
 		return nil, out, err
@@ -89,12 +96,23 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		obs = append(obs, &progress{ctx: ctx, ss: req.Session, token: token})
 	}
 	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
-		Limits: limits, Network: network, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...)},
+		Limits: limits, Network: network, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...),
+		Mode: in.Mode, MaxSteps: in.MaxSteps},
 		agent.Deps{Provider: provider, Sandbox: sb, Checker: checker, Logger: s.log, Observer: agent.Observers(obs...)})
 	if err != nil {
 		return nil, out, argError("%v", err)
 	}
-	res, err := a.Run(ctx, agent.Task{Prompt: in.Task, Workspace: ws, TestCode: in.Tests})
+	task := agent.Task{Prompt: in.Task, Workspace: ws, TestCode: in.Tests}
+	if km := s.deps.Kernels; km != nil {
+		// Tool mode's cells run in the MCP session's kernel, as
+		// execute_code's keep_state does; it stays the session's.
+		key := kernelKey(st)
+		k := session.KeptKernel(rec, func(ctx context.Context, c kernel.Cell) (kernel.Result, error) {
+			return km.Exec(ctx, key, ws.Dir, c)
+		}, func() { km.Restart(key) })
+		task.NewKernel = func(kernel.Options) kernel.Interpreter { return k }
+	}
+	res, err := a.Run(ctx, task)
 	if ctx.Err() != nil {
 		return nil, out, fmt.Errorf("run_task: %w", context.Cause(ctx))
 	}
@@ -133,8 +151,14 @@ func (p *progress) Event(e agent.Event) {
 // describe is a one-line account of an agent event for people.
 func describe(e agent.Event) string {
 	at := fmt.Sprintf("attempt %d/%d", e.Attempt, e.MaxAttempts)
-	if e.Phase == agent.PhaseTests {
+	switch e.Phase {
+	case agent.PhaseTests:
 		at += " (tests)"
+	case agent.PhaseTool:
+		at = fmt.Sprintf("round %d/%d", e.Attempt, e.MaxAttempts)
+		if e.Step > 0 {
+			at += fmt.Sprintf(", step %d/%d %s", e.Step, e.MaxSteps, e.Tool)
+		}
 	}
 	switch e.Type {
 	case agent.EventAttemptStart:
@@ -143,6 +167,9 @@ func describe(e agent.Event) string {
 		}
 		return at + ": generating"
 	case agent.EventGenerated:
+		if e.Phase == agent.PhaseTool {
+			return at + ": the model answered"
+		}
 		if e.Code == "" {
 			return at + ": the model gave no code"
 		}
@@ -162,6 +189,18 @@ func describe(e agent.Event) string {
 			return at + ": verified, task complete"
 		}
 		return at + ": verified, not complete yet"
+	case agent.EventToolCall:
+		return at + ": called"
+	case agent.EventToolResult:
+		if e.ErrorClass != "" {
+			return fmt.Sprintf("%s: failed (%s)", at, e.ErrorClass)
+		}
+		return at + ": done"
+	case agent.EventReplayed:
+		if e.ErrorClass != "" {
+			return fmt.Sprintf("%s: the replay did not reproduce (%s)", at, e.ErrorClass)
+		}
+		return at + ": replayed in a fresh sandbox, reproduced"
 	case agent.EventAccepted:
 		return at + ": accepted"
 	case agent.EventDone:

@@ -77,6 +77,8 @@ type RunTaskInput struct {
 	Tests         string            `json:"tests,omitempty" jsonschema:"pytest tests that import from solution; success means they pass (python only)"`
 	Verify        *bool             `json:"verify,omitempty" jsonschema:"ask the model whether a successful run completed the task (default true)"`
 	AllowHosts    []string          `json:"allow_hosts,omitempty" jsonschema:"hosts the programs may reach through codeagent's HTTP proxy (HOST[:PORT]), within the server's egress ceiling; none means no network"`
+	Mode          string            `json:"mode,omitempty" jsonschema:"program (default: the model writes whole programs), tools (it calls execute_python in the session's kernel and the workspace's files; the successful cells are replayed as the program) or auto (tools when the model's endpoint takes them)"`
+	MaxSteps      int               `json:"max_steps,omitempty" jsonschema:"tool calls in tool mode (1-200, default 20)"`
 }
 
 // RunTaskOutput is run_task's result.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/providers"
 	"github.com/codeagent/codeagent/sandbox"
@@ -129,7 +130,7 @@ func (s *Server) runAgent(ctx context.Context, o store.OwnedSession, sr *session
 		return nil, err
 	}
 	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: req.Verify == nil || *req.Verify,
-		Lang: req.Language, Secrets: secrets, Network: req.net},
+		Lang: req.Language, Secrets: secrets, Network: req.net, Mode: req.Mode, MaxSteps: req.MaxSteps},
 		agent.Deps{Provider: provider, Sandbox: sr.Sandbox, Checker: checker, Logger: s.log, Observer: obs})
 	if err != nil {
 		return nil, err
@@ -138,7 +139,14 @@ func (s *Server) runAgent(ctx context.Context, o store.OwnedSession, sr *session
 	if err != nil {
 		return nil, err
 	}
-	return a.Run(ctx, agent.Task{Prompt: req.Task, Workspace: ws, History: sr.History})
+	// Cells run in the session's kernel (the one its cells API uses), each
+	// waiting its turn in the execution queue; it stays the session's.
+	key := kernelKey(o.Owner, o.ID)
+	k := session.KeptKernel(sr.Rec, func(ctx context.Context, c kernel.Cell) (kernel.Result, error) {
+		return s.execCell(ctx, key, ws.Dir, c, false)
+	}, func() { s.kernels.Restart(key) })
+	return a.Run(ctx, agent.Task{Prompt: req.Task, Workspace: ws, History: sr.History,
+		NewKernel: func(kernel.Options) kernel.Interpreter { return k }})
 }
 
 // queuedSandbox runs executions through the server's queue and counts

@@ -110,7 +110,7 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	var res kernel.Result
 	_, err = rec.Cell(req.Code, limits.WallTime, func() (sandbox.Result, error) {
 		var err error
-		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, kernel.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime})
+		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, kernel.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime}, true)
 		return res.Result, err
 	})
 	if err != nil {
@@ -120,9 +120,10 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res.JSON())
 }
 
-// execCell runs a cell through the execution queue and counts it.
-func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kernel.Cell) (kernel.Result, error) {
-	release, err := s.queue.Acquire(ctx, true)
+// execCell runs a cell through the execution queue (bounded: refused
+// when it is full, instead of waiting) and counts it.
+func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kernel.Cell, bounded bool) (kernel.Result, error) {
+	release, err := s.queue.Acquire(ctx, bounded)
 	if err != nil {
 		s.metrics.rejectedExec()
 		return kernel.Result{}, err

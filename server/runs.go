@@ -248,6 +248,8 @@ type runRequest struct {
 	MaxIterations int             `json:"max_iterations"`
 	Verify        *bool           `json:"verify"`
 	Network       *networkRequest `json:"network"`
+	Mode          string          `json:"mode"`      // program (default), tools or auto
+	MaxSteps      int             `json:"max_steps"` // tool calls in tool mode
 
 	net *sandbox.Network // Network, checked against the server's ceiling
 }
@@ -267,6 +269,15 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.MaxIterations < 0 || req.MaxIterations > 20:
 		s.writeError(w, r, badRequest("max_iterations %d: want 1 to 20", req.MaxIterations))
+		return
+	case req.Mode != "" && req.Mode != agent.ModeProgram && req.Mode != agent.ModeTools && req.Mode != agent.ModeAuto:
+		s.writeError(w, r, badRequest("mode %q: want program, tools or auto", req.Mode))
+		return
+	case req.MaxSteps < 0 || req.MaxSteps > 200:
+		s.writeError(w, r, badRequest("max_steps %d: want 1 to 200", req.MaxSteps))
+		return
+	case req.Mode == agent.ModeTools && req.Network != nil:
+		s.writeError(w, r, badRequest("mode tools runs Python in a kernel without network: use mode program (or auto) with network"))
 		return
 	}
 	if req.Language == "" {

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/store"
@@ -66,6 +68,9 @@ type Run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+
+	kmu     sync.Mutex
+	kernels []*kernel.Session // started by NewKernel
 }
 
 // Start takes the session's lease (waiting for it with o.Wait), marks the
@@ -244,6 +249,7 @@ func (r *Run) Cause() error {
 }
 
 func (r *Run) release() {
+	r.closeKernels()
 	if r.stop != nil {
 		r.stop()
 	}

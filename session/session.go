@@ -69,7 +69,9 @@ func (r *Recorder) Event(e agent.Event) {
 		r.n++
 		r.cur = store.Attempt{N: r.n}
 	case agent.EventGenerated:
-		r.cur.Code = e.Code
+		if e.Phase != agent.PhaseTool { // a tool-mode answer has no code of its own
+			r.cur.Code = e.Code
+		}
 		r.cur.ErrorClass = string(e.ErrorClass)
 		r.model += time.Duration(e.DurationMS) * time.Millisecond
 		r.audit("generated", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "code": e.Code,
@@ -112,6 +114,23 @@ func (r *Recorder) Event(e agent.Event) {
 		r.cur.ErrorClass = string(e.ErrorClass)
 		r.model += time.Duration(e.DurationMS) * time.Millisecond
 		r.audit("verified", map[string]any{"attempt": e.Attempt, "verdict": e.Verdict, "model_ms": e.DurationMS})
+		r.save()
+	case agent.EventToolCall:
+		r.audit("tool_call", map[string]any{"attempt": e.Attempt, "step": e.Step, "tool": e.Tool, "call_id": e.CallID,
+			"arguments_sha256": hash(e.Arguments), "arguments": head(string(e.Arguments))})
+	case agent.EventToolResult:
+		r.audit("tool_result", map[string]any{"attempt": e.Attempt, "step": e.Step, "tool": e.Tool, "call_id": e.CallID,
+			"result_sha256": hash([]byte(e.ToolResult)), "result": head(e.ToolResult), "error_class": e.ErrorClass, "duration_ms": e.DurationMS})
+	case agent.EventReplayed:
+		rec := map[string]any{"attempt": e.Attempt, "code_sha256": hash([]byte(e.Code)), "difference": e.Message,
+			"error_class": e.ErrorClass, "duration_ms": e.DurationMS}
+		if res := e.Result; res != nil {
+			rec["status"], rec["exit_code"] = res.Status, res.ExitCode
+			rec["stdout_sha256"], rec["stdout"], rec["stderr"] = hash([]byte(res.Stdout)), head(res.Stdout), head(res.Stderr)
+		}
+		r.audit("replayed", rec)
+		r.cur.Code, r.cur.ErrorClass = e.Code, string(e.ErrorClass)
+		r.sandbox += time.Duration(e.DurationMS) * time.Millisecond
 		r.save()
 	case agent.EventDone:
 		success := e.Success != nil && *e.Success

@@ -43,8 +43,10 @@ func (p *progress) Event(e agent.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var s string
-	switch e.Type {
-	case agent.EventAttemptStart:
+	switch {
+	case e.Phase == agent.PhaseTool:
+		s = p.tool(e)
+	case e.Type == agent.EventAttemptStart:
 		p.endLine()
 		what := "attempt"
 		if e.Phase == agent.PhaseTests {
@@ -56,27 +58,23 @@ func (p *progress) Event(e agent.Event) {
 		}
 		s += " · generating"
 		p.open = true
-	case agent.EventGenerated:
+	case e.Type == agent.EventGenerated:
 		if e.ErrorClass != "" {
 			s = p.failed(e.ErrorClass, e.Message)
 		} else {
 			s = " · checking"
 		}
-	case agent.EventChecked:
+	case e.Type == agent.EventChecked:
 		if e.Safe != nil && !*e.Safe {
-			detail := ""
-			if len(e.Findings) > 0 {
-				detail = fmt.Sprintf("line %d: %s", e.Findings[0].Line, e.Findings[0].Message)
-			}
-			s = p.failed(e.ErrorClass, detail)
+			s = p.failed(e.ErrorClass, findingDetail(e))
 		} else if e.Phase == agent.PhaseTests {
 			s = " · running against a stub"
 		} else {
 			s = " · running"
 		}
-	case agent.EventExecuted:
+	case e.Type == agent.EventExecuted:
 		s = p.executed(e)
-	case agent.EventVerified:
+	case e.Type == agent.EventVerified:
 		if e.Verdict != nil && !e.Verdict.TaskComplete {
 			s = p.failed(agent.ClassIncomplete, e.Verdict.Missing)
 		} else {
@@ -84,18 +82,27 @@ func (p *progress) Event(e agent.Event) {
 			p.open = false
 			s += "\n"
 		}
-	case agent.EventDone:
+	case e.Type == agent.EventDone:
 		p.endLine()
 		if _, stopped := interruptedBy(p.ctx); stopped {
 			return // the command says so in one line
 		}
 		if e.Success != nil && *e.Success {
-			s = fmt.Sprintf("done: success after %d attempt(s) in %.1fs\n", e.Attempt, float64(e.DurationMS)/1000)
+			s = fmt.Sprintf("done: success after %d %s in %.1fs\n", e.Attempt, rounds(e), float64(e.DurationMS)/1000)
 		} else {
-			s = fmt.Sprintf("done: failed after %d attempt(s): %s\n", e.Attempt, termtext.Name(e.Message))
+			s = fmt.Sprintf("done: failed after %d %s: %s\n", e.Attempt, rounds(e), termtext.Name(e.Message))
 		}
 	}
 	io.WriteString(p.w, s)
+}
+
+// rounds names what a run's done event counts: attempts, or a tool-mode
+// run's verification rounds.
+func rounds(e agent.Event) string {
+	if e.Mode == agent.ModeTools {
+		return "round(s)"
+	}
+	return "attempt(s)"
 }
 
 func (p *progress) executed(e agent.Event) string {
@@ -109,15 +116,9 @@ func (p *progress) executed(e agent.Event) string {
 		}
 	}
 	if e.ErrorClass != "" {
-		detail := ""
-		if e.Result != nil {
-			detail = e.Result.Message
-			if e.Result.Status == "error" {
-				detail = lastNonEmpty(e.Result.Stderr)
-				if p.mode != modeVerify && p.mode != modePlain && e.Phase == agent.PhaseCode {
-					detail = lastNonEmpty(e.Result.Stdout) // pytest's summary
-				}
-			}
+		detail := resultDetail(e)
+		if e.Result != nil && e.Result.Status == "error" && p.mode != modeVerify && p.mode != modePlain && e.Phase == agent.PhaseCode {
+			detail = lastNonEmpty(e.Result.Stdout) // pytest's summary
 		}
 		return p.failed(e.ErrorClass, detail)
 	}
@@ -153,6 +154,26 @@ func (p *progress) endLine() {
 		io.WriteString(p.w, "\n")
 		p.open = false
 	}
+}
+
+// findingDetail is the first finding of a checked event, in short.
+func findingDetail(e agent.Event) string {
+	if len(e.Findings) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("line %d: %s", e.Findings[0].Line, e.Findings[0].Message)
+}
+
+// resultDetail is why an executed event's run failed: the error's last
+// line, or the sandbox's message.
+func resultDetail(e agent.Event) string {
+	switch {
+	case e.Result == nil:
+		return ""
+	case e.Result.Status == "error":
+		return lastNonEmpty(e.Result.Stderr)
+	}
+	return e.Result.Message
 }
 
 func lastNonEmpty(s string) string {

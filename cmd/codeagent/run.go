@@ -51,9 +51,12 @@ type runOptions struct {
 	DataDir         string
 	Manifest        string
 	Net             networkFlags
+	Mode            string // tools, program or auto
+	MaxSteps        int    // tool calls in tool mode
 	Getenv          func(string) string
 
-	setFlags map[string]bool // flags given on the command line
+	setFlags map[string]bool           // flags given on the command line
+	tools    map[string]sandbox.Limits // the manifest's execute tools with their limits (nil: all)
 }
 
 // repeated collects a repeatable string flag.
@@ -70,7 +73,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	}
 	o := runOptions{Getenv: os.Getenv}
 	o.Provider = addProviderFlags(fs)
-	fs.IntVar(&o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, "attempts at the program")
+	fs.IntVar(&o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, "attempts at the program (verification rounds in tool mode)")
 	intVar(fs, &o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, 0, 100, "failed repairs in a row before starting afresh from the task (0: never)")
 	fs.Var((*repeated)(&o.Files), "file", "copy an input file into the workspace (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
@@ -91,6 +94,8 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Wait, "wait", false, "with --session: wait while another process runs the session instead of failing")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
+	fs.StringVar(&o.Mode, "mode", agent.ModeAuto, "tools (the model calls execute_python and the workspace's files), program (it writes whole programs) or auto (tools when the endpoint takes them)")
+	intVar(fs, &o.MaxSteps, "max-steps", agent.DefaultMaxSteps, 1, 200, "tool calls in tool mode, within --max-iterations verification rounds")
 	o.Net.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -126,6 +131,12 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 		return usagef("--session and --workdir exclude each other: a session keeps its own workspace")
 	case o.Wait && o.Session == "":
 		return usagef("--wait is for --session: only a session can be in use by another process")
+	case o.Mode != agent.ModeTools && o.Mode != agent.ModeProgram && o.Mode != agent.ModeAuto:
+		return usagef("--mode %q: want tools, program or auto", o.Mode)
+	case o.Mode == agent.ModeTools && (o.Tests || o.TestFile != ""):
+		return usagef("--mode tools does not take tests: use --mode program (or auto) with --tests or --test-file")
+	case o.Mode == agent.ModeProgram && o.setFlags["max-steps"]:
+		return usagef("--max-steps counts tool calls: it is for --mode tools or auto")
 	}
 	if o.Session != "" {
 		if err := checkSessionName(o.Session); err != nil {
@@ -247,6 +258,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	a, err := agent.New(agent.Config{
 		MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
 		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
+		Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools,
 		Secrets: []string{cfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)},
 	}, agent.Deps{Provider: provider, Sandbox: run.Sandbox, Checker: checker, Logger: logger, Observer: agent.Observers(obs, run.Rec)})
 	if err != nil {
@@ -258,7 +270,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		run.Close()
 		return nil, err
 	}
-	res, err := a.Run(rctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode, History: run.History})
+	res, err := a.Run(rctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode, History: run.History, NewKernel: run.NewKernel})
 	if n := meter.Requests(); n > 0 { // the meter also counts retried requests
 		u := meter.Total()
 		res.Usage = agent.Usage{Requests: n, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total()}

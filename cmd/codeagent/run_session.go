@@ -29,6 +29,12 @@ func (o *runOptions) applyManifest() (*manifest.Manifest, *safety.Policy, error)
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
+	// Tool mode offers every execute tool listed, each with its limits
+	// under the flags.
+	o.tools = map[string]sandbox.Limits{}
+	for _, t := range m.Agent.Tools {
+		o.tools[t.Name] = t.Limits(limits).Overlay(o.Limits)
+	}
 	o.Limits = tool.Limits(limits).Overlay(o.Limits)
 	if n := m.Agent.Limits.MaxIterations; n > 0 && !o.setFlags["max-iterations"] {
 		o.MaxIterations = n

@@ -6,9 +6,10 @@
 // Mapping notes: the system prompt goes in "system"; tool results travel as
 // tool_result blocks in a user turn, consecutive turns of one role are
 // merged (the API wants them alternating); Anthropic has no JSON mode, so a
-// JSON request is an instruction in the system prompt. Usage.InputTokens is
-// the uncached input as Anthropic reports it; cache reads and writes are in
-// CacheReadTokens and CacheWriteTokens.
+// JSON request is an instruction in the system prompt; a server that
+// refuses tools gets the request again without them (Response.Notes).
+// Usage.InputTokens is the uncached input as Anthropic reports it; cache
+// reads and writes are in CacheReadTokens and CacheWriteTokens.
 package anthropic
 
 import (
@@ -91,7 +92,23 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, onDelta func(str
 // sendFunc sends one request; body watches its answer.
 type sendFunc func(ctx context.Context, params sdk.MessageNewParams, ep llm.Endpoint, body *llm.AnswerBody) (llm.Response, error)
 
+// run sends req; a server that refuses its tools (an Anthropic-compatible
+// proxy in front of a model without them) gets it once more without, and
+// the Response says so.
 func (p *Provider) run(parent context.Context, req llm.Request, send sendFunc) (llm.Response, error) {
+	resp, err := p.send(parent, req, send)
+	if err == nil || len(req.Tools) == 0 || !llm.Refuses(err, "tool") {
+		return resp, err
+	}
+	p.log.Warn("llm/anthropic: server refused tools; retrying without", "base_url", p.cfg.BaseURL, "err", err)
+	req.Tools = nil
+	resp, err = p.send(parent, req, send)
+	resp.Notes = append([]string{fmt.Sprintf("%s did not accept tool definitions, so the request was sent without tools", p.cfg.BaseURL)}, resp.Notes...)
+	resp.ToolsDropped = true
+	return resp, err
+}
+
+func (p *Provider) send(parent context.Context, req llm.Request, send sendFunc) (llm.Response, error) {
 	ep := p.endpoint(req)
 	params, err := p.params(req)
 	if err != nil {

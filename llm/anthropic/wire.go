@@ -82,7 +82,7 @@ func toBlocks(m llm.Message) (sdk.MessageParamRole, []sdk.ContentBlockParamUnion
 	case llm.RoleUser:
 		return sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{sdk.NewTextBlock(m.Content)}, nil
 	case llm.RoleTool:
-		return sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(m.ToolCallID, m.Content, false)}, nil
+		return sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(m.ToolCallID, m.Content, m.IsError)}, nil
 	case llm.RoleAssistant:
 		var blocks []sdk.ContentBlockParamUnion
 		if m.Content != "" {

@@ -33,8 +33,14 @@ func antUsage(u *llm.Usage) map[string]any {
 	}
 }
 
+// input is a call's arguments as Anthropic's input object; arguments that
+// are not JSON (a broken model) travel as a JSON string.
 func input(tc llm.ToolCall) json.RawMessage {
-	return json.RawMessage(argsOf(tc))
+	if a := argsOf(tc); json.Valid([]byte(a)) {
+		return json.RawMessage(a)
+	}
+	b, _ := json.Marshal(argsOf(tc))
+	return b
 }
 
 func (anthropicWire) writeJSON(w http.ResponseWriter, req Request, r Reply) {

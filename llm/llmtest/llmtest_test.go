@@ -9,6 +9,7 @@ import (
 
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/llmtest"
+	"github.com/codeagent/codeagent/llm/providers"
 )
 
 func TestFakeScriptsRepliesAndRecordsRequests(t *testing.T) {
@@ -56,5 +57,43 @@ func TestServerQueueAndWrongPath(t *testing.T) {
 	res.Body.Close()
 	if got := srv.Requests(); len(got) != 1 || got[0].Model() != "m" || got[0].Stream {
 		t.Errorf("requests = %+v", got)
+	}
+}
+
+// A Func reply is made from the request it answers, and Text shows what
+// the request carried, tool results included, in both protocols.
+func TestFuncReplyAndRequestText(t *testing.T) {
+	for _, start := range []func(testing.TB, ...llmtest.Reply) *llmtest.Server{llmtest.NewOpenAIServer, llmtest.NewAnthropicServer} {
+		srv := start(t, llmtest.Reply{Func: func(req llmtest.Request) llmtest.Reply {
+			if strings.Contains(req.Text(), "result: 42") {
+				return llmtest.Say("saw it")
+			}
+			return llmtest.Say("missed it")
+		}})
+		provider := llm.ProviderOpenAI
+		if !strings.HasSuffix(srv.BaseURL, "/v1") {
+			provider = llm.ProviderAnthropic
+		}
+		p, err := providers.New(llmtest.Config(provider, srv.BaseURL), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := p.Chat(context.Background(), llm.Request{System: "be brief", Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "run it"},
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "run", Arguments: []byte(`{"code":"secret args"}`)}}},
+			{Role: llm.RoleTool, ToolCallID: "c1", ToolName: "run", Content: "result: 42"},
+		}})
+		if err != nil || resp.Text != "saw it" {
+			t.Fatalf("%s: resp %q, err %v", provider, resp.Text, err)
+		}
+		text := srv.Requests()[0].Text()
+		for _, want := range []string{"be brief", "run it", "result: 42"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: Text lacks %q: %q", provider, want, text)
+			}
+		}
+		if strings.Contains(text, "secret args") {
+			t.Errorf("%s: Text holds tool arguments: %q", provider, text)
+		}
 	}
 }

@@ -76,6 +76,25 @@ type Reply struct {
 	// Extra fields merged into the top level of a JSON answer, to check
 	// that clients ignore what they do not know.
 	Extra map[string]any
+	// Func, when set, makes the reply when its turn comes from the request
+	// it answers (a model that reacts to what it was sent); the other
+	// fields are ignored.
+	Func func(req Request) Reply
+}
+
+// Call is a reply that calls tools, in order.
+func Call(calls ...llm.ToolCall) Reply {
+	return Reply{ToolCalls: calls, Usage: &llm.Usage{InputTokens: 10, OutputTokens: 5}}
+}
+
+// ToolCall is a call of the tool name with args encoded as its JSON
+// arguments.
+func ToolCall(name string, args any) llm.ToolCall {
+	b, err := json.Marshal(args)
+	if err != nil {
+		panic(err)
+	}
+	return llm.ToolCall{Name: name, Arguments: b}
 }
 
 // Say is a 200 reply with text and a small usage block.
@@ -109,6 +128,36 @@ func (r Request) wait() {
 
 // Model is the "model" field of the request.
 func (r Request) Model() string { s, _ := r.JSON["model"].(string); return s }
+
+// Text is all the text the request carries to the model, in order: the
+// system prompt and the content of every message, tool results included,
+// in either wire protocol (one piece a line); tool calls' arguments are
+// left out.
+func (r Request) Text() string {
+	var b strings.Builder
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch x := v.(type) {
+		case string:
+			if key == "content" || key == "text" || key == "system" {
+				b.WriteString(x + "\n")
+			}
+		case []any:
+			for _, e := range x {
+				walk(key, e)
+			}
+		case map[string]any:
+			for _, k := range []string{"system", "text", "content"} {
+				if e, ok := x[k]; ok {
+					walk(k, e)
+				}
+			}
+		}
+	}
+	walk("system", r.JSON["system"])
+	walk("", r.JSON["messages"])
+	return b.String()
+}
 
 // wire renders replies in one provider's protocol.
 type wire interface {
@@ -195,6 +244,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	reply := s.queue[0]
 	s.queue = s.queue[1:]
 	s.mu.Unlock()
+	if reply.Func != nil {
+		reply = reply.Func(req)
+	}
 
 	if reply.Delay > 0 {
 		select {

@@ -41,8 +41,8 @@ func TestToolsRefusedFallsBackToText(t *testing.T) {
 		if err != nil || resp.Text != "plain answer" {
 			t.Fatalf("stream=%v: resp %+v err %v", stream, resp, err)
 		}
-		if len(resp.Notes) != 1 || !strings.Contains(resp.Notes[0], "without tools") {
-			t.Errorf("notes = %q", resp.Notes)
+		if len(resp.Notes) != 1 || !strings.Contains(resp.Notes[0], "without tools") || !resp.ToolsDropped {
+			t.Errorf("notes = %q, tools dropped %v", resp.Notes, resp.ToolsDropped)
 		}
 		reqs := srv.Requests()
 		if len(reqs) != 2 || reqs[0].JSON["tools"] == nil || reqs[1].JSON["tools"] != nil {

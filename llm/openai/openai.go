@@ -103,6 +103,7 @@ func (p *Provider) run(parent context.Context, req llm.Request, send sendFunc, o
 	ep := p.endpoint(req)
 	useTools, useJSON := len(req.Tools) > 0, req.JSON
 	var notes []string
+	dropped := false
 	for {
 		params, err := p.params(req, useTools, useJSON)
 		if err != nil {
@@ -114,48 +115,28 @@ func (p *Provider) run(parent context.Context, req llm.Request, send sendFunc, o
 		cancel()
 		if err != nil {
 			err = p.classify(ep, parent, body.Annotate(err))
-			if useTools && refuses(err, "tool", "function") {
+			if useTools && llm.Refuses(err, "tool", "function") {
 				p.log.Warn("llm/openai: server refused tools; retrying without", "base_url", p.cfg.BaseURL, "err", err)
 				notes = append(notes, fmt.Sprintf("%s did not accept tool definitions, so the request was sent without tools", p.cfg.BaseURL))
-				useTools = false
+				useTools, dropped = false, true
 				continue
 			}
-			if useJSON && refuses(err, "response_format", "json") {
+			if useJSON && llm.Refuses(err, "response_format", "json") {
 				p.log.Warn("llm/openai: server refused JSON mode; retrying without", "base_url", p.cfg.BaseURL, "err", err)
 				notes = append(notes, fmt.Sprintf("%s did not accept the JSON response format, so JSON was asked for in the prompt only", p.cfg.BaseURL))
 				useJSON = false
 				continue
 			}
-			resp.Notes = append(notes, resp.Notes...)
+			resp.Notes, resp.ToolsDropped = append(notes, resp.Notes...), dropped
 			return resp, err
 		}
-		resp.Notes = append(notes, resp.Notes...)
+		resp.Notes, resp.ToolsDropped = append(notes, resp.Notes...), dropped
 		maxTok := req.MaxTokens
 		if maxTok == 0 {
 			maxTok = p.cfg.MaxTokens
 		}
 		return resp, llm.CheckAnswer(ep, resp, maxTok, body)
 	}
-}
-
-// refuses reports a 4xx/5xx refusal (not auth, rate limit or missing
-// model) whose message mentions one of words.
-func refuses(err error, words ...string) bool {
-	var e *llm.Error
-	if !errors.As(err, &e) || e.StatusCode < 400 {
-		return false
-	}
-	switch e.Kind {
-	case llm.KindAuth, llm.KindRateLimit, llm.KindNotFound:
-		return false
-	}
-	d := strings.ToLower(e.Detail)
-	for _, w := range words {
-		if strings.Contains(d, w) {
-			return true
-		}
-	}
-	return false
 }
 
 func (p *Provider) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
