@@ -22,13 +22,13 @@ import (
 
 var pythonPass = []string{"python3", "-c", "pass"}
 
-func runBare(b *testing.B) {
+func runBare(b testing.TB) {
 	if err := exec.Command("/usr/bin/python3", "-c", "pass").Run(); err != nil {
 		b.Fatal(err)
 	}
 }
 
-func runSandboxed(b *testing.B, sb *Backend, ws string) {
+func runSandboxed(b testing.TB, sb *Backend, ws string) {
 	res, err := sb.Run(context.Background(), sandbox.Spec{Command: pythonPass, Workspace: ws})
 	if err != nil || res.Status != sandbox.StatusOK {
 		b.Fatalf("sandbox: %v %s %s", err, res.Status, res.Stderr)
