@@ -29,11 +29,8 @@ func Usable() error {
 	return f.Close()
 }
 
-// Format makes img, an empty file, a sparse image of size bytes (rounded up
-// to a block) holding an ext4 file system of 4 KiB blocks with inodes
-// inodes, no journal and no blocks reserved for root. Inode tables are not
-// zeroed, so they take host disk only as entries are created.
-func Format(img *os.File, size int64, inodes int) error {
+// mkfs formats img, an empty file, with mke2fs (see Format).
+func mkfs(img *os.File, size int64, inodes int) error {
 	if err := img.Truncate((size + 4095) &^ 4095); err != nil {
 		return err
 	}
