@@ -4,6 +4,7 @@ package namespace
 
 import (
 	"os"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,8 +128,20 @@ func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace s
 		"--size", size, "--tmpfs", "/tmp",
 		"--bind", workspace, sandbox.WorkspacePath,
 	)
+	// Files are written into the sandbox's root (a tmpfs, read-only after
+	// --remount-ro below) rather than each bound from its own mount: bwrap
+	// rereads the mount table after every bind, and a file costs no mount.
+	made := map[string]bool{"/": true}
 	for i, f := range spec.Files {
-		args = append(args, "--ro-bind-data", strconv.Itoa(fdData+i), f.Path)
+		var dirs []string
+		for d := path.Dir(f.Path); !made[d]; d = path.Dir(d) {
+			dirs = append([]string{d}, dirs...)
+			made[d] = true
+		}
+		for _, d := range dirs {
+			args = append(args, "--dir", d)
+		}
+		args = append(args, "--perms", "0444", "--file", strconv.Itoa(fdData+i), f.Path)
 	}
 	args = append(args, tmpFileOptions(tmp, fdData+len(spec.Files))...)
 	return append(args, "--remount-ro", "/", "--chdir", sandbox.WorkspacePath)
