@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,31 +64,16 @@ func sharedEtc(base string) (string, error) {
 	return dir, nil
 }
 
-// etcFingerprint hashes what prepareEtc would copy and write.
+// etcFingerprint hashes what prepareEtc would copy and write: for each
+// entry, its path, mode, size, inode, modification and change times (a
+// replaced file or link has a new inode or change time, so link targets
+// need not be read). It runs at every start, over several hundred
+// entries, so it appends to one buffer rather than formatting each.
 func etcFingerprint() (string, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", etcFormat)
+	buf := append(make([]byte, 0, 64<<10), etcFormat+"\n"...)
+	var err error
 	for _, n := range etcNames() {
-		err := filepath.WalkDir(filepath.Join("/etc", n), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			var st unix.Stat_t
-			if err := unix.Lstat(p, &st); err != nil {
-				return nil
-			}
-			fmt.Fprintf(h, "%s %o %d %d.%d", p, st.Mode, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
-			if d.Type()&fs.ModeSymlink != 0 {
-				t, _ := os.Readlink(p)
-				fmt.Fprintf(h, " -> %s", t)
-			}
-			h.Write([]byte{'\n'})
-			return nil
-		})
-		if err != nil {
+		if buf, err = appendTree(buf, "/etc/"+n); err != nil {
 			return "", err
 		}
 	}
@@ -97,9 +83,47 @@ func etcFingerprint() (string, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(h, "synth %s %q\n", k, etcSynthesized[k])
+		buf = fmt.Appendf(buf, "synth %s %q\n", k, etcSynthesized[k])
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// appendTree appends the entry p, and below it when it is a directory, in
+// name order; an entry that does not exist is left out.
+func appendTree(buf []byte, p string) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return buf, nil
+		}
+		return buf, &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	buf = append(buf, p...)
+	for _, v := range []int64{int64(st.Mode), st.Size, int64(st.Ino), st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec} {
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, v, 10)
+	}
+	buf = append(buf, '\n')
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return buf, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return buf, err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return buf, err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if buf, err = appendTree(buf, p+"/"+n); err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // removeStaleEtc removes prepared /etc copies below base, other than keep,

@@ -48,3 +48,70 @@ func TestSharedEtcIsBuiltOnceAndFollowsTheHost(t *testing.T) {
 		t.Fatalf("hostname %q", got)
 	}
 }
+
+// TestFingerprintFollowsChanges: the walk behind the fingerprint changes
+// when a link is pointed elsewhere, a file is edited in place or an entry
+// is added, and not otherwise.
+func TestFingerprintFollowsChanges(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "alternatives"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "alternatives", "python")
+	file := filepath.Join(dir, "alternatives", "conf")
+	if err := os.Symlink("/usr/bin/python3.11", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := func() string {
+		buf, err := appendTree(nil, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(buf)
+	}
+	before := sum()
+	if sum() != before {
+		t.Fatal("the same tree gave two fingerprints")
+	}
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"link replaced", func() error {
+			_ = os.Remove(link)
+			return os.Symlink("/usr/bin/python3.12", link)
+		}},
+		{"file edited in place", func() error {
+			f, err := os.OpenFile(file, os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteAt([]byte("b"), 0) // same size
+			return err
+		}},
+		{"entry added", func() error { return os.WriteFile(filepath.Join(dir, "alternatives", "new"), nil, 0o644) }},
+	}
+	for _, s := range steps {
+		prev := sum()
+		time.Sleep(10 * time.Millisecond) // a distinct change time
+		if err := s.do(); err != nil {
+			t.Fatal(err)
+		}
+		if sum() == prev {
+			t.Errorf("%s: the fingerprint did not change", s.name)
+		}
+	}
+}
+
+// BenchmarkEtcFingerprint is what every start pays to find the prepared /etc.
+func BenchmarkEtcFingerprint(b *testing.B) {
+	for b.Loop() {
+		if _, err := etcFingerprint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
