@@ -1,9 +1,9 @@
 package agent
 
 import (
-	"regexp"
 	"strings"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -49,12 +49,12 @@ var exceptionClasses = map[string]ErrorClass{
 // traceback line ("KeyError: 'x'", "pandas.errors.ParserError: ..."),
 // pytest's "E   NameError: ..." and "FAILED t.py::test - KeyError: ...",
 // and node's "TypeError: ...".
-var exceptionLine = regexp.MustCompile(`(?:^|^E\s+|\s-\s)((?:[A-Za-z_][A-Za-z0-9_]*\.)*([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt)))(?::|$)`)
+var exceptionLine = lazyre.New(`(?:^|^E\s+|\s-\s)((?:[A-Za-z_][A-Za-z0-9_]*\.)*([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt)))(?::|$)`)
 
 // shellFile and shellName recognise bash's own error messages.
 var (
-	shellFile = regexp.MustCompile(`: No such file or directory$|: Is a directory$|: Permission denied$`)
-	shellName = regexp.MustCompile(`: command not found$`)
+	shellFile = lazyre.New(`: No such file or directory$|: Is a directory$|: Permission denied$`)
+	shellName = lazyre.New(`: command not found$`)
 )
 
 // Exception returns the name of the last exception reported in text (a

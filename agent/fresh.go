@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
 // Bounds of what a fresh start remembers of earlier runs' output.
@@ -45,8 +47,8 @@ func (r *run) freshData(n int) map[string]any {
 
 // Messages that name what a program looked for and did not find.
 var (
-	missingFile = regexp.MustCompile(`(?:FileNotFoundError|No such file or directory)[^'"]*['"]([^'"]{1,200})['"]`)
-	missingKey  = regexp.MustCompile(`KeyError: ['"]([^'"]{1,200})['"]`)
+	missingFile = lazyre.New(`(?:FileNotFoundError|No such file or directory)[^'"]*['"]([^'"]{1,200})['"]`)
+	missingKey  = lazyre.New(`KeyError: ['"]([^'"]{1,200})['"]`)
 )
 
 // noteMissing records the file or key (column) a failed run's error names

@@ -1,9 +1,10 @@
 package agent
 
 import (
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
 // Redacted replaces a secret in everything shown to the model or the user.
@@ -18,7 +19,7 @@ const minSecretLen = 6
 // large outputs without them skip the regular expression.
 type secretPattern struct {
 	hints []string
-	re    *regexp.Regexp
+	re    *lazyre.Regexp
 }
 
 func (p secretPattern) maybeIn(s string) bool {
@@ -31,18 +32,18 @@ func (p secretPattern) maybeIn(s string) bool {
 }
 
 var secretPatterns = []secretPattern{
-	{[]string{"PRIVATE KEY-----"}, regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`)},
-	{[]string{"sk-ant-"}, regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_\-]{10,}`)},
-	{[]string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`)},
-	{[]string{"AKIA", "ASIA"}, regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}`)},
-	{[]string{"github_pat_"}, regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{30,}`)},
-	{[]string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9\-]{10,}`)},
-	{[]string{"AIza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`)},
+	{[]string{"PRIVATE KEY-----"}, lazyre.New(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`)},
+	{[]string{"sk-ant-"}, lazyre.New(`\bsk-ant-[A-Za-z0-9_\-]{10,}`)},
+	{[]string{"sk-"}, lazyre.New(`\bsk-[A-Za-z0-9_\-]{16,}`)},
+	{[]string{"AKIA", "ASIA"}, lazyre.New(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	{[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, lazyre.New(`\bgh[pousr]_[A-Za-z0-9]{30,}`)},
+	{[]string{"github_pat_"}, lazyre.New(`\bgithub_pat_[A-Za-z0-9_]{30,}`)},
+	{[]string{"xox"}, lazyre.New(`\bxox[abposr]-[A-Za-z0-9\-]{10,}`)},
+	{[]string{"AIza"}, lazyre.New(`\bAIza[0-9A-Za-z_\-]{35}`)},
 }
 
 // bearer keeps the scheme word and redacts the token.
-var bearer = regexp.MustCompile(`(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=\-]{8,}`)
+var bearer = lazyre.New(`(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=\-]{8,}`)
 
 // Redactor removes secrets from text: configured values (API keys) and the
 // common key patterns above. The zero value redacts the patterns only.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -74,7 +74,7 @@ func quoteAnswer(text string) string {
 	return "`" + cutRunes(text, 120) + "`"
 }
 
-var verdictField = regexp.MustCompile(`"task_complete"\s*:\s*(true|false)`)
+var verdictField = lazyre.New(`"task_complete"\s*:\s*(true|false)`)
 
 // ParseVerdict reads the verifier's answer: a JSON object
 // {"task_complete": bool, "missing": string}, possibly wrapped in prose or a

@@ -22,10 +22,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -182,7 +182,7 @@ func parseLine(fsys fs.FS, dir string, line []byte) (Task, error) {
 	return Task{}, errors.New(`neither a HumanEval task (task_id, prompt, entry_point, test) nor a codeagent task (id, task, files, test_file)`)
 }
 
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var identifier = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func parseHumanEval(line []byte) (Task, error) {
 	var h humanEvalLine
@@ -273,7 +273,7 @@ func parseCodeagent(fsys fs.FS, dir string, line []byte) (Task, error) {
 	return t, nil
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_./:-]{0,127}$`)
+var idPattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_./:-]{0,127}$`)
 
 func checkID(id string) error {
 	if !idPattern.MatchString(id) {

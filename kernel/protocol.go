@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"regexp"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -30,7 +30,7 @@ const (
 // mimeTypes are the MIME types a bundle may carry.
 var mimeTypes = map[string]bool{"text/plain": true, "text/html": true, "text/markdown": true, "image/svg+xml": true, "image/png": true}
 
-var figureName = regexp.MustCompile(`^figure-[0-9]{1,6}\.png$`)
+var figureName = lazyre.New(`^figure-[0-9]{1,6}\.png$`)
 
 // message is one line from the kernel.
 type message struct {

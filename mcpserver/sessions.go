@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/session"
@@ -80,7 +80,7 @@ func (s *Server) newSession(req *mcp.CallToolRequest) *sessionState {
 		bucket: ratelimit.NewMemoryBucket(s.cfg.ExecsPerMinute)}
 }
 
-var labelPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var labelPart = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func randomID() string {
 	var b [8]byte

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
 //go:embed default_policy.yaml
@@ -160,9 +161,9 @@ func (e *FieldError) Error() string {
 }
 
 var (
-	dottedName  = regexp.MustCompile(`^[\pL_][\pL\pN_]*(\.[\pL_][\pL\pN_]*)*$`)
-	jsModule    = regexp.MustCompile(`^[@a-zA-Z0-9_][a-zA-Z0-9_./@-]*$`)
-	commandName = regexp.MustCompile(`^[a-zA-Z0-9_.+-]+$`)
+	dottedName  = lazyre.New(`^[\pL_][\pL\pN_]*(\.[\pL_][\pL\pN_]*)*$`)
+	jsModule    = lazyre.New(`^[@a-zA-Z0-9_][a-zA-Z0-9_./@-]*$`)
+	commandName = lazyre.New(`^[a-zA-Z0-9_.+-]+$`)
 )
 
 // Validate checks every field and returns all problems joined; each is a
@@ -194,7 +195,7 @@ func (p *Policy) Validate() error {
 			bad(fmt.Sprintf("files.allowed_absolute[%d]", i), a, "must be an absolute path")
 		}
 	}
-	names := func(field string, list []string, re *regexp.Regexp, what string) {
+	names := func(field string, list []string, re *lazyre.Regexp, what string) {
 		for i, s := range list {
 			if !re.MatchString(s) {
 				bad(fmt.Sprintf("%s[%d]", field, i), s, "must be "+what)

@@ -9,13 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
 // Key is one API key: a name (the owner of its sessions, and what logs
@@ -34,7 +35,7 @@ const Anonymous = "anonymous"
 // minTokenLen refuses guessable tokens.
 const minTokenLen = 16
 
-var keyName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var keyName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ParseKeys reads keys from a file's contents: a JSON object {"name":
 // "token"}, a JSON array [{"name", "token"}], or one name:token per line
@@ -215,7 +216,7 @@ var errBadToken = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized
 
 // localToken is the syntax of Config.LocalToken: safe in a URL, a cookie
 // and a shell word.
-var localToken = regexp.MustCompile(`^[A-Za-z0-9_-]{32,256}$`)
+var localToken = lazyre.New(`^[A-Za-z0-9_-]{32,256}$`)
 
 // TokenURL is the address of the page that logs a browser in with the
 // local token: base (http://host:port) with /?token=TOKEN.

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/codeagent/codeagent/egress"
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/ratelimit"
@@ -49,7 +49,7 @@ var errDiskFull = &apiError{Status: http.StatusInsufficientStorage, Code: "disk_
 	Message: "the server's disk is full: nothing was stored; try again when an operator has made room"}
 
 // hostPath matches what looks like an absolute host path in a message.
-var hostPath = regexp.MustCompile(`(^|[\s"'(=:])/[^\s"')]*`)
+var hostPath = lazyre.New(`(^|[\s"'(=:])/[^\s"')]*`)
 
 // publicMessage is msg without host paths: API answers and run errors
 // never show where the server keeps its files (the log has them).

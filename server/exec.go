@@ -3,9 +3,9 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strings"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/session"
@@ -29,7 +29,7 @@ type execRequest struct {
 	Network  *networkRequest            `json:"network"`
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // programLanguage is the language of a program to run, which must not
 // be empty.

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"regexp"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/store"
 )
@@ -33,8 +33,8 @@ func (s *Server) sessionView(o store.OwnedSession) sessionJSON {
 }
 
 var (
-	sessionLabel = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._ -]{0,63}$`)
-	sessionID    = regexp.MustCompile(`^[0-9a-f]{24}$`)
+	sessionLabel = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._ -]{0,63}$`)
+	sessionID    = lazyre.New(`^[0-9a-f]{24}$`)
 )
 
 // session returns the caller's session named in the path; another key's

@@ -17,11 +17,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/procid"
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -108,7 +108,7 @@ func (w *Workspace) Close() error {
 	return os.RemoveAll(w.Dir)
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._ +-]{0,199}$`)
+var nameRE = lazyre.New(`^[A-Za-z0-9_][A-Za-z0-9._ +-]{0,199}$`)
 
 // ValidName reports whether name is a plain file name the workspace accepts
 // for inputs and its own files: no directory, no "..", no leading dot or

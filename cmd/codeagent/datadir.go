@@ -6,9 +6,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -60,7 +60,7 @@ func openDataStore(ctx context.Context, dataDir string) (*store.Store, string, e
 	return st, dir, err
 }
 
-var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var sessionName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // checkSessionName refuses names that could not be a directory of their own.
 func checkSessionName(name string) error {

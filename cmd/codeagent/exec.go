@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/sandbox"
@@ -196,7 +196,7 @@ func readProgram(o execOptions, stdin io.Reader) ([]byte, lang.Language, error) 
 	return code, language, nil
 }
 
-var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+var safeName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // programName is the program's file name inside the sandbox: the original
 // base name when it is plain, so that tracebacks look familiar.

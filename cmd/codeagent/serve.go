@@ -11,10 +11,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/mcpserver"
@@ -337,7 +337,7 @@ func removeTokenFile(path, token string) {
 	}
 }
 
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./+:@%=-]+$`)
+var plainWord = lazyre.New(`^[A-Za-z0-9_./+:@%=-]+$`)
 
 // shellWord quotes s for a POSIX shell when it needs it.
 func shellWord(s string) string {

@@ -33,8 +33,9 @@ package extract
 
 import (
 	"errors"
-	"regexp"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
 // ErrNoCode means the answer holds no code in the wanted language.
@@ -169,7 +170,7 @@ func join(blocks []Block, lang string) []Block {
 	return chosen
 }
 
-var thinkRE = regexp.MustCompile(`(?s)<think>.*?</think>`)
+var thinkRE = lazyre.New(`(?s)<think>.*?</think>`)
 
 // clean normalises line endings and drops closed <think> sections.
 func clean(s string) string {
@@ -184,9 +185,9 @@ func finish(code string) string {
 }
 
 var (
-	fenceRE    = regexp.MustCompile("^([ \t]*)(`{3,}|~{3,})[ \t]*([^`]*?)[ \t]*$")
-	bracketRE  = regexp.MustCompile(`^[ \t]*\[(PYTHON|JAVASCRIPT|BASH|SH|JS)\][ \t]*$`)
-	tagCleanRE = regexp.MustCompile(`^[{.]*([A-Za-z0-9_+#-]*)`)
+	fenceRE    = lazyre.New("^([ \t]*)(`{3,}|~{3,})[ \t]*([^`]*?)[ \t]*$")
+	bracketRE  = lazyre.New(`^[ \t]*\[(PYTHON|JAVASCRIPT|BASH|SH|JS)\][ \t]*$`)
+	tagCleanRE = lazyre.New(`^[{.]*([A-Za-z0-9_+#-]*)`)
 )
 
 // Blocks returns the fenced blocks of answer in order. A block's closing

@@ -1,18 +1,19 @@
 package extract
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
 // Heuristics for answers that do not say their language: which language a
 // snippet looks like, which top-level names it defines, and which lines
 // are prose. They are deliberately simple and err towards "not code".
 
-var signs = map[string]*regexp.Regexp{
-	"python":     regexp.MustCompile(`^(#!.*python|\s*(def \w+\s*\(|async def |class \w+[(:]|import \w|from [\w.]+ import |print\(|if __name__|elif .+:\s*$|else:\s*$|try:\s*$|except\b.*:\s*$|for .+ in .+:\s*$|while .+:\s*$|with .+:\s*$|return\b|@\w+|[A-Za-z_]\w*(\s*,\s*\w+)*\s+=\s+\S|[A-Za-z_][\w.]*\(.*\)\s*$))`),
-	"javascript": regexp.MustCompile(`^(#!.*node|\s*(function\b|async function\b|const |let |var |console\.\w+\(|import .* from ['"]|export |module\.exports|.*\brequire\(['"]|.*=>\s*\{?\s*$|\}\)?;?\s*$|.*;\s*$))`),
-	"bash":       regexp.MustCompile(`^(#!.*\b(ba|z)?sh\b|\s*(echo |printf |set -[euxo]|if \[|fi\s*$|done\s*$|esac\s*$|for \w+ in .*; do|while .*; do|\w+=("|'|\$|\S+$)|export \w+=|cd |mkdir |ls\b|grep |sed |awk |cat |read -r))`),
+var signs = map[string]*lazyre.Regexp{
+	"python":     lazyre.New(`^(#!.*python|\s*(def \w+\s*\(|async def |class \w+[(:]|import \w|from [\w.]+ import |print\(|if __name__|elif .+:\s*$|else:\s*$|try:\s*$|except\b.*:\s*$|for .+ in .+:\s*$|while .+:\s*$|with .+:\s*$|return\b|@\w+|[A-Za-z_]\w*(\s*,\s*\w+)*\s+=\s+\S|[A-Za-z_][\w.]*\(.*\)\s*$))`),
+	"javascript": lazyre.New(`^(#!.*node|\s*(function\b|async function\b|const |let |var |console\.\w+\(|import .* from ['"]|export |module\.exports|.*\brequire\(['"]|.*=>\s*\{?\s*$|\}\)?;?\s*$|.*;\s*$))`),
+	"bash":       lazyre.New(`^(#!.*\b(ba|z)?sh\b|\s*(echo |printf |set -[euxo]|if \[|fi\s*$|done\s*$|esac\s*$|for \w+ in .*; do|while .*; do|\w+=("|'|\$|\S+$)|export \w+=|cd |mkdir |ls\b|grep |sed |awk |cat |read -r))`),
 }
 
 // score counts the lines of code that look like lang.
@@ -42,12 +43,12 @@ func looksLike(code, lang string) bool {
 }
 
 var (
-	pyDefRE  = regexp.MustCompile(`^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]`)
-	pyImpRE  = regexp.MustCompile(`^(?:from\s+\S+\s+)?import\s+(.+)$`)
-	jsDefRE  = regexp.MustCompile(`^(?:export\s+(?:default\s+)?)?(?:(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)|class\s+([A-Za-z_$][\w$]*)|(?:const|let|var)\s+([A-Za-z_$][\w$]*))`)
-	shDefRE  = regexp.MustCompile(`^(?:function\s+([A-Za-z_][\w-]*)|([A-Za-z_][\w-]*)\s*\(\)\s*\{?|([A-Za-z_]\w*)=)`)
-	aliasRE  = regexp.MustCompile(`(?:^|,)\s*([\w.]+)(?:\s+as\s+(\w+))?`)
-	identsRE = regexp.MustCompile(`[A-Za-z_$][\w$]*`)
+	pyDefRE  = lazyre.New(`^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]`)
+	pyImpRE  = lazyre.New(`^(?:from\s+\S+\s+)?import\s+(.+)$`)
+	jsDefRE  = lazyre.New(`^(?:export\s+(?:default\s+)?)?(?:(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)|class\s+([A-Za-z_$][\w$]*)|(?:const|let|var)\s+([A-Za-z_$][\w$]*))`)
+	shDefRE  = lazyre.New(`^(?:function\s+([A-Za-z_][\w-]*)|([A-Za-z_][\w-]*)\s*\(\)\s*\{?|([A-Za-z_]\w*)=)`)
+	aliasRE  = lazyre.New(`(?:^|,)\s*([\w.]+)(?:\s+as\s+(\w+))?`)
+	identsRE = lazyre.New(`[A-Za-z_$][\w$]*`)
 )
 
 // defs returns the top-level names code defines. A true value marks a
@@ -121,7 +122,7 @@ var keywords = func() map[string]bool {
 	return m
 }()
 
-var proseRE = regexp.MustCompile(`^[A-Za-z][A-Za-z']*[,!.:]?( +[^ =(){}\[\];]+){2,}[ ]*$`)
+var proseRE = lazyre.New(`^[A-Za-z][A-Za-z']*[,!.:]?( +[^ =(){}\[\];]+){2,}[ ]*$`)
 
 // isProse reports a line of English: it starts at column 0 with a word
 // that is no keyword, has three or more words, and none of the brackets,

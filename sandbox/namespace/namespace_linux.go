@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
@@ -479,7 +479,7 @@ func readChildPid(r io.Reader) (int, error) {
 	return 0, errors.New("bubblewrap exited during setup")
 }
 
-var childPidRe = regexp.MustCompile(`"child-pid"\s*:\s*([0-9]+)`)
+var childPidRe = lazyre.New(`"child-pid"\s*:\s*([0-9]+)`)
 
 // programHostUID is the host uid of programs when codeagent runs as root.
 func programHostUID(cfg Config) int {
