@@ -55,6 +55,7 @@ func (b *Backend) useOverlays() {
 	if n := stagingfs.Sweep(b.scratch); n > 0 {
 		b.log.Info("removed upper-layer images left by a crash", "count", n)
 	}
+	stagingfs.KeepTemplates(b.scratch)
 	b.overlays.Store(true)
 }
 

@@ -3,7 +3,10 @@ package stagingfs
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox/internal/sparse"
 )
@@ -25,8 +28,25 @@ type geometry struct {
 
 var templates = struct {
 	sync.Mutex
-	m map[geometry]*os.File
+	m   map[geometry]*os.File
+	dir string // see KeepTemplates
 }{m: map[geometry]*os.File{}}
+
+// KeepTemplates keeps the templates in dir, a directory only root can
+// write (the namespace backend's image directory), so that later
+// processes, each `codeagent exec` for one, copy them instead of running
+// mke2fs. Without it they last as long as this process.
+func KeepTemplates(dir string) {
+	templates.Lock()
+	templates.dir = dir
+	templates.Unlock()
+}
+
+// templateName is a kept template's name in the directory of KeepTemplates
+// (not an image name, which Sweep would remove).
+func templateName(g geometry) string {
+	return "template-v1-" + strconv.FormatInt(g.size, 10) + "-" + strconv.Itoa(g.inodes) + ".ext4"
+}
 
 // Format makes img, an empty file, a sparse image of size bytes (rounded up
 // to a block) holding an ext4 file system of 4 KiB blocks with inodes
@@ -54,11 +74,21 @@ func template(dir string, g geometry) (*os.File, error) {
 	if t := templates.m[g]; t != nil {
 		return t, nil
 	}
+	if templates.dir != "" {
+		dir = templates.dir
+		if t := openKept(filepath.Join(dir, templateName(g)), g); t != nil {
+			templates.m[g] = t
+			return t, nil
+		}
+	}
 	t, err := NewImage(dir)
 	if err != nil {
 		return nil, err
 	}
 	err = mkfs(t, g.size, g.inodes)
+	if err == nil && templates.dir != "" {
+		_ = os.Link(t.Name(), filepath.Join(dir, templateName(g))) // another process's may be there first
+	}
 	_ = os.Remove(t.Name())
 	if err != nil {
 		t.Close()
@@ -66,4 +96,20 @@ func template(dir string, g geometry) (*os.File, error) {
 	}
 	templates.m[g] = t
 	return t, nil
+}
+
+// openKept opens a kept template: a regular file of root's, not a link,
+// of the geometry's size; else nil.
+func openKept(name string, g geometry) *os.File {
+	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 ||
+		st.Mode&0o022 != 0 || st.Size != (g.size+4095)&^4095 {
+		f.Close()
+		return nil
+	}
+	return f
 }
