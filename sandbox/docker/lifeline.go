@@ -33,8 +33,17 @@ const lifelinePath = "/run/codeagent-lifeline"
 // may live when codeagent is alive but its timer failed to act.
 const lifelineGrace = 5 * time.Second
 
-// lifelineInit is PID 1's program.
-var lifelineInit = []string{"bash", "-c", `exec 3<` + lifelinePath + ` || exit 1
+// lifelineInit is PID 1's program. Opening a FIFO for reading waits for a
+// writer, so a container that starts just as codeagent dies would wait in
+// that open forever: a watchdog (in a process group of its own, so that
+// it goes away whole) signals PID 1, which has a handler and so can be
+// signalled, if the open takes more than 2 s.
+var lifelineInit = []string{"bash", "-c", `trap 'exit 0' USR1
+set -m
+(sleep 2; kill -USR1 $$) & w=$!
+set +m
+exec 3<` + lifelinePath + ` || exit 1
+kill -- -$w 2>/dev/null
 read -r life <&3 || exit 0
 read -r -t "$life" _ <&3
 exit 0`}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/sandbox"
@@ -171,4 +172,39 @@ func ownedStateDirs(t *testing.T, owner string) []string {
 		}
 	}
 	return dirs
+}
+
+// TestLifelineWithoutWriter: a container whose PID 1 starts after
+// codeagent died (no writer on its lifeline: the open would wait for one
+// forever) ends within seconds on its own.
+func TestLifelineWithoutWriter(t *testing.T) {
+	b := newTestBackend(t, Config{})
+	defer b.Close()
+	dir := t.TempDir()
+	f, p, err := openLifeline(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close() // codeagent is gone before the container starts
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id, err := b.createContainer(ctx, &container.Config{Image: b.cfg.Image, Cmd: lifelineInit, Labels: map[string]string{labelManaged: "true", labelOwner: ownerID()}},
+		&container.HostConfig{Binds: []string{p + ":" + lifelinePath + ":ro"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+	if _, err := b.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	w := b.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-w.Result:
+	case err := <-w.Error:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the container still runs 10 s after it started without a writer on its lifeline")
+	}
+	t.Logf("ended %v after its start", time.Since(started).Round(time.Millisecond))
 }
