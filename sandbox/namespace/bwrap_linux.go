@@ -131,20 +131,36 @@ func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace s
 	// Files are written into the sandbox's root (a tmpfs, read-only after
 	// --remount-ro below) rather than each bound from its own mount: bwrap
 	// rereads the mount table after every bind, and a file costs no mount.
-	made := map[string]bool{"/": true}
+	paths := make([]string, len(spec.Files))
 	for i, f := range spec.Files {
+		paths[i] = f.Path
+	}
+	args = append(args, fileOptions(paths, fdData, "0444", "/")...)
+	args = append(args, tmpFileOptions(tmp, fdData+len(spec.Files))...)
+	return append(args, "--remount-ro", "/", "--chdir", sandbox.WorkspacePath)
+}
+
+// fileOptions are bwrap's options writing the files paths from the
+// descriptors fd, fd+1, ... (mode perms, unless empty), each after the
+// directories it needs below the existing directory base.
+func fileOptions(paths []string, fd int, perms, base string) []string {
+	var args []string
+	made := map[string]bool{base: true, "/": true}
+	for i, p := range paths {
 		var dirs []string
-		for d := path.Dir(f.Path); !made[d]; d = path.Dir(d) {
+		for d := path.Dir(p); !made[d]; d = path.Dir(d) {
 			dirs = append([]string{d}, dirs...)
 			made[d] = true
 		}
 		for _, d := range dirs {
 			args = append(args, "--dir", d)
 		}
-		args = append(args, "--perms", "0444", "--file", strconv.Itoa(fdData+i), f.Path)
+		if perms != "" {
+			args = append(args, "--perms", perms)
+		}
+		args = append(args, "--file", strconv.Itoa(fd+i), p)
 	}
-	args = append(args, tmpFileOptions(tmp, fdData+len(spec.Files))...)
-	return append(args, "--remount-ro", "/", "--chdir", sandbox.WorkspacePath)
+	return args
 }
 
 // environ is the program's complete environment.

@@ -139,18 +139,9 @@ func (b *Backend) tmpFilesFor(spec sandbox.Spec) []tmpFile {
 // tmpFileOptions are bwrap's options writing files from descriptors fd,
 // fd+1, ... after creating their directories.
 func tmpFileOptions(files []tmpFile, fd int) []string {
-	var args []string
-	made := map[string]bool{"/tmp": true}
+	paths := make([]string, len(files))
 	for i, f := range files {
-		var dirs []string
-		for d := path.Dir(f.path); !made[d] && d != "/"; d = path.Dir(d) {
-			dirs = append([]string{d}, dirs...)
-			made[d] = true
-		}
-		for _, d := range dirs {
-			args = append(args, "--dir", d)
-		}
-		args = append(args, "--file", fmt.Sprint(fd+i), f.path)
+		paths[i] = f.path
 	}
-	return args
+	return fileOptions(paths, fd, "", "/tmp")
 }
