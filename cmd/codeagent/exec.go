@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/codeagent/codeagent/internal/lateclose"
 	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/manifest"
@@ -64,6 +65,11 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 		return exitUsage
 	}
 	o.File = fs.Arg(0)
+	// The process ends right after the run: the kernel's teardown of the
+	// sandbox (unmounts, an inotify instance) is left to a child's exit
+	// rather than waited for in ours (see package lateclose).
+	lateclose.Keep()
+	defer lateclose.HandOff()
 	res, err := runExec(ctx, o, s)
 	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
 		return code

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/internal/lateclose"
 )
 
 // When the last process of a namespace exits, the kernel tears the
@@ -17,7 +19,8 @@ import (
 // the launcher's, so that the teardown happens later, when discard
 // closes the references, in the background after the result is returned.
 // Nothing runs in a namespace that has no process, and the descriptors
-// are close-on-exec and never leave codeagent.
+// are close-on-exec: they leave codeagent only for the short-lived
+// /usr/bin/true of lateclose.HandOff, which exits at once.
 
 // holdNamespaces opens the mount namespaces of the sandbox's first
 // process pid and of the launcher, best effort: without them the teardown
@@ -34,7 +37,7 @@ func (l *launcher) holdNamespaces(pid int) {
 // releaseNamespaces drops the references holdNamespaces took.
 func (l *launcher) releaseNamespaces() {
 	for _, fd := range l.held {
-		_ = unix.Close(fd)
+		lateclose.Close(lateclose.FD(fd, "mntns"))
 	}
 	l.held = nil
 }

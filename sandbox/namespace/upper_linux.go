@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codeagent/codeagent/internal/lateclose"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 	"github.com/codeagent/codeagent/sandbox/internal/stagingfs"
@@ -105,9 +106,7 @@ func (u *upperFS) fits(lim sandbox.Limits) bool {
 
 func (u *upperFS) close() {
 	for _, f := range []*os.File{u.upper, u.root, u.img} {
-		if f != nil {
-			f.Close()
-		}
+		lateclose.Close(f) // the last reference unmounts it
 	}
 }
 

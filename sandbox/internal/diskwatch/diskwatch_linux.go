@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/internal/lateclose"
 )
 
 // Watcher enforces Limits on one directory tree until stopped.
@@ -291,9 +293,9 @@ func (w *Watcher) rebuild() {
 
 // closeLater closes an inotify instance in the background: the kernel
 // waits for an RCU grace period before close returns, which takes from 0.1
-// to 15 ms here, and nothing needs to wait for it.
+// to 15 ms here, and nothing needs to wait for it (see package lateclose).
 func closeLater(fd int) {
-	go func() { _ = unix.Close(fd) }()
+	lateclose.CloseLater(lateclose.FD(fd, "inotify"))
 }
 
 func cstring(b []byte) string {

@@ -86,10 +86,12 @@ func Attach(img *os.File) (*os.File, error) {
 }
 
 // Mount mounts the file system on dev at dir: nosuid, nodev, noatime, and
-// read-only after an error rather than carrying on. It mounts in the
-// calling thread's mount namespace.
+// read-only after an error rather than carrying on. No cache flushes
+// (nobarrier): the image is thrown away after the run and never needs to
+// survive a crash, and the flush at unmount cost about 1 ms of disk wait.
+// It mounts in the calling thread's mount namespace.
 func Mount(dev *os.File, dir string) error {
-	if err := unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOATIME, "noinit_itable,errors=remount-ro"); err != nil {
+	if err := unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOATIME, "noinit_itable,errors=remount-ro,nobarrier"); err != nil {
 		return fmt.Errorf("mount %s: %w", dev.Name(), err)
 	}
 	return nil
