@@ -167,7 +167,7 @@ func TestPromptsRender(t *testing.T) {
 	for _, name := range []string{"system.txt", "task.txt", "fresh.txt", "safety.txt", "debug.txt", "incomplete.txt",
 		"verify.txt", "verify_system.txt", "tests.txt", "tests_rejected.txt", "nocode.txt", "accept.txt",
 		"badanswer.txt", "verify_again.txt"} {
-		if prompts.Lookup(name) == nil {
+		if prompts().Lookup(name) == nil {
 			t.Errorf("prompt %s missing", name)
 		}
 	}
