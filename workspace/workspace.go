@@ -43,7 +43,9 @@ func New(dir string) (*Workspace, error) {
 		if err != nil {
 			return nil, fmt.Errorf("create workspace: %w", err)
 		}
-		sweepOnce.Do(func() { _, _ = SweepTemp(base, "codeagent-ws-") })
+		// Dead processes' temporary workspaces go in the background: the
+		// listing of a busy temporary directory need not delay a run.
+		sweepOnce.Do(func() { go func() { _, _ = SweepTemp(base, "codeagent-ws-") }() })
 		return NewTemp(base, "codeagent-ws-")
 	}
 	abs, err := MkdirAll(dir, 0o755)

@@ -40,7 +40,6 @@ func newCgroupV1(mounts []mountInfo, self map[string]string) (*cgroupV1, error) 
 			if err := canCreate(parent); err != nil {
 				return nil, fmt.Errorf("%s controller: %w", ctrl, err)
 			}
-			sweepStale(parent)
 			c.parents[ctrl] = parent
 			break
 		}
@@ -52,6 +51,16 @@ func newCgroupV1(mounts []mountInfo, self map[string]string) (*cgroupV1, error) 
 }
 
 func (c *cgroupV1) Version() int { return 1 }
+
+func (c *cgroupV1) Sweep() {
+	done := map[string]bool{}
+	for _, parent := range c.parents {
+		if !done[parent] {
+			done[parent] = true
+			sweepStale(parent)
+		}
+	}
+}
 
 func (c *cgroupV1) New(lim cgroupLimits) (runCgroup, error) {
 	id := runCgroupID()

@@ -47,11 +47,12 @@ func newCgroupV2(m mountInfo, own string) (*cgroupV2, error) {
 	if err := writeFile(filepath.Join(parent, "cgroup.subtree_control"), want); err != nil {
 		return nil, fmt.Errorf("enable controllers in %s: %w", parent, err)
 	}
-	sweepStale(parent)
 	return &cgroupV2{parent: parent}, nil
 }
 
 func (c *cgroupV2) Version() int { return 2 }
+
+func (c *cgroupV2) Sweep() { sweepStale(c.parent) }
 
 func (c *cgroupV2) New(lim cgroupLimits) (runCgroup, error) {
 	id := runCgroupID()

@@ -103,9 +103,6 @@ func New(cfg Config) (*Backend, error) {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
 		}
 	}
-	if n := sweepLeftovers(base); n > 0 {
-		log.Info("removed the directories of sandbox backends whose process died", "dir", base, "removed", n)
-	}
 	etcBase := base
 	if hostUID < 0 {
 		if c := userCacheBase(); c != "" {
@@ -129,6 +126,17 @@ func New(cfg Config) (*Backend, error) {
 	if rep.CgroupVersion > 0 {
 		b.cgroups = mgr
 	}
+	// What crashed processes left is removed in the background (Close
+	// waits for it): reading the directories and cgroups, and killing what
+	// is left in a group, need not delay the first run.
+	b.background(func() {
+		if n := sweepLeftovers(base); n > 0 {
+			log.Info("removed the directories of sandbox backends whose process died", "dir", base, "removed", n)
+		}
+		if b.cgroups != nil {
+			b.cgroups.Sweep()
+		}
+	})
 	b.mpl = b.prepareMplCache(etcBase)
 	if cfg.WarmPython > 0 && b.asRoot() && b.cgroups != nil {
 		b.warm = newWarmPool(b, cfg.WarmPython)
