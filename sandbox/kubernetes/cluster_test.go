@@ -25,7 +25,7 @@ func TestPodIsolationOnCluster(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 1))
 	defer closeAndCheck(t, b)
 	waitIdle(t, b, 1, 3*time.Minute)
-	pods := podsOf(t, b.cs, b.cfg.Namespace, b.id)
+	pods := podsOf(t, b.api, b.cfg.Namespace, b.id)
 	if len(pods) == 0 {
 		t.Fatal("no Pod in the pool")
 	}
@@ -78,7 +78,7 @@ print('ifaces', sorted(os.listdir('/sys/class/net')) if os.path.isdir('/sys/clas
 func TestNetworkPolicy(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 0))
 	defer closeAndCheck(t, b)
-	np, err := b.cs.NetworkingV1().NetworkPolicies(b.cfg.Namespace).Get(context.Background(), policyName, metav1.GetOptions{})
+	np, err := b.api.networkPolicies(b.cfg.Namespace).Get(context.Background(), policyName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestKill9(t *testing.T) {
 	killed := time.Now()
 	b := newTestBackend(t, testConfig(t, 0)) // its sweep finds a live Lease yet
 	defer closeAndCheck(t, b)
-	pods := podsOf(t, b.cs, b.cfg.Namespace, id)
+	pods := podsOf(t, b.api, b.cfg.Namespace, id)
 	if len(pods) == 0 {
 		t.Fatal("the helper's Pods are gone already")
 	}
@@ -196,7 +196,7 @@ func TestKill9(t *testing.T) {
 	deadline := killed.Add(helperLifetime + 30*time.Second)
 	for {
 		running := 0
-		for _, p := range podsOf(t, b.cs, b.cfg.Namespace, id) {
+		for _, p := range podsOf(t, b.api, b.cfg.Namespace, id) {
 			if p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
 				running++
 			}
@@ -228,7 +228,7 @@ func TestKill9(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	if _, err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).Get(context.Background(), lease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := b.api.leases(b.cfg.Namespace).Get(context.Background(), lease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the dead owner's Lease is still there: %v", err)
 	}
 	waitNoPods(t, b, id)
@@ -296,7 +296,7 @@ func closeAndCheck(t *testing.T, b *Backend) {
 func waitNoPods(t *testing.T, b *Backend, id string) {
 	t.Helper()
 	for i := 0; i < 120; i++ {
-		if len(podsOf(t, b.cs, b.cfg.Namespace, id)) == 0 {
+		if len(podsOf(t, b.api, b.cfg.Namespace, id)) == 0 {
 			return
 		}
 		time.Sleep(500 * time.Millisecond)
