@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,36 @@ import (
 
 	"github.com/codeagent/codeagent/sandbox"
 )
+
+// TestProbe checks codeagent doctor's report on the cluster, and the
+// discovery request its agent-sandbox line makes, on a group the cluster
+// has.
+func TestProbe(t *testing.T) {
+	cfg := testConfig(t, 0)
+	r := Probe(context.Background(), cfg)
+	if !r.Usable() || r.Version == "" || r.Network == "" || !slices.Contains(r.RuntimeClasses, "codeagent (codeagent)") {
+		t.Fatalf("report: %+v", r)
+	}
+	cfg.RuntimeClass = "codeagent-no-such-class"
+	if r := Probe(context.Background(), cfg); !slices.Contains(r.Problems, "runtime class codeagent-no-such-class does not exist") {
+		t.Errorf("a missing runtime class is not reported: %+v", r.Problems)
+	}
+	rc, _, err := Connect(cfg.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := newClient(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := api.resourcesFor(context.Background(), "coordination.k8s.io/v1")
+	if err != nil || !slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Kind == "Lease" }) {
+		t.Errorf("resources of coordination.k8s.io/v1: %v %+v", err, l)
+	}
+	if _, err := api.resourcesFor(context.Background(), "agents.x-k8s.io/v0"); !apierrors.IsNotFound(err) {
+		t.Errorf("a group version the cluster lacks: %v, want NotFound", err)
+	}
+}
 
 // TestPodIsolationOnCluster checks, on the cluster, the spec of a Pod the
 // backend created (as the API server stored it) and what a program sees
