@@ -16,9 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -119,7 +119,7 @@ func (s *switchWriter) Write(p []byte) (int, error) {
 // createBox creates a Pod of class c, waits until it runs and opens its
 // streams.
 func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
-	pod, err := b.cs.CoreV1().Pods(b.cfg.Namespace).Create(ctx, b.podSpec(c, b.cfg.PodLifetime), metav1.CreateOptions{})
+	pod, err := b.api.pods(b.cfg.Namespace).Create(ctx, b.podSpec(c, b.cfg.PodLifetime), metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create Pod: %w", err)
 	}
@@ -148,7 +148,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.StartTimeout)
 	defer cancel()
-	w, err := b.cs.CoreV1().Pods(b.cfg.Namespace).Watch(ctx, metav1.ListOptions{
+	w, err := b.api.pods(b.cfg.Namespace).Watch(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", pod.Name).String(), ResourceVersion: pod.ResourceVersion})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("watch Pod %s: %w", pod.Name, err)
@@ -272,9 +272,8 @@ func readFrames(r io.ReadCloser, ch chan<- frame) {
 // stream runs cmd in pod's sandbox container through the exec API
 // (WebSocket, or SPDY where the server lacks it) until it ends.
 func (b *Backend) stream(ctx context.Context, pod string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	req := b.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(b.cfg.Namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := b.executor(req.URL())
+	u := b.api.execURL(b.cfg.Namespace, pod, &corev1.PodExecOptions{Container: container, Command: cmd, Stdin: stdin != nil, Stdout: true, Stderr: true})
+	ex, err := b.executor(u)
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
@@ -300,7 +299,7 @@ func (b *Backend) executor(u *url.URL) (remotecommand.Executor, error) {
 func (b *Backend) setDeadline(ctx context.Context, bx *box, d time.Duration) error {
 	secs := int64((time.Since(bx.start) + d + deadlineGrace).Seconds()) + 1
 	patch := fmt.Sprintf(`{"spec":{"activeDeadlineSeconds":%d}}`, secs)
-	_, err := b.cs.CoreV1().Pods(b.cfg.Namespace).Patch(ctx, bx.name, "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{})
+	_, err := b.api.pods(b.cfg.Namespace).Patch(ctx, bx.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,36 @@ import (
 	"github.com/codeagent/codeagent/sandbox"
 )
 
+// TestProbe checks codeagent doctor's report on the cluster, and the
+// discovery request its agent-sandbox line makes, on a group the cluster
+// has.
+func TestProbe(t *testing.T) {
+	cfg := testConfig(t, 0)
+	r := Probe(context.Background(), cfg)
+	if !r.Usable() || r.Version == "" || r.Network == "" || !slices.Contains(r.RuntimeClasses, "codeagent (codeagent)") {
+		t.Fatalf("report: %+v", r)
+	}
+	cfg.RuntimeClass = "codeagent-no-such-class"
+	if r := Probe(context.Background(), cfg); !slices.Contains(r.Problems, "runtime class codeagent-no-such-class does not exist") {
+		t.Errorf("a missing runtime class is not reported: %+v", r.Problems)
+	}
+	rc, _, err := Connect(cfg.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := newClient(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := api.resourcesFor(context.Background(), "coordination.k8s.io/v1")
+	if err != nil || !slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Kind == "Lease" }) {
+		t.Errorf("resources of coordination.k8s.io/v1: %v %+v", err, l)
+	}
+	if _, err := api.resourcesFor(context.Background(), "agents.x-k8s.io/v0"); !apierrors.IsNotFound(err) {
+		t.Errorf("a group version the cluster lacks: %v, want NotFound", err)
+	}
+}
+
 // TestPodIsolationOnCluster checks, on the cluster, the spec of a Pod the
 // backend created (as the API server stored it) and what a program sees
 // from inside it.
@@ -25,7 +56,7 @@ func TestPodIsolationOnCluster(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 1))
 	defer closeAndCheck(t, b)
 	waitIdle(t, b, 1, 3*time.Minute)
-	pods := podsOf(t, b.cs, b.cfg.Namespace, b.id)
+	pods := podsOf(t, b.api, b.cfg.Namespace, b.id)
 	if len(pods) == 0 {
 		t.Fatal("no Pod in the pool")
 	}
@@ -78,7 +109,7 @@ print('ifaces', sorted(os.listdir('/sys/class/net')) if os.path.isdir('/sys/clas
 func TestNetworkPolicy(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 0))
 	defer closeAndCheck(t, b)
-	np, err := b.cs.NetworkingV1().NetworkPolicies(b.cfg.Namespace).Get(context.Background(), policyName, metav1.GetOptions{})
+	np, err := b.api.networkPolicies(b.cfg.Namespace).Get(context.Background(), policyName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +214,7 @@ func TestKill9(t *testing.T) {
 	killed := time.Now()
 	b := newTestBackend(t, testConfig(t, 0)) // its sweep finds a live Lease yet
 	defer closeAndCheck(t, b)
-	pods := podsOf(t, b.cs, b.cfg.Namespace, id)
+	pods := podsOf(t, b.api, b.cfg.Namespace, id)
 	if len(pods) == 0 {
 		t.Fatal("the helper's Pods are gone already")
 	}
@@ -196,7 +227,7 @@ func TestKill9(t *testing.T) {
 	deadline := killed.Add(helperLifetime + 30*time.Second)
 	for {
 		running := 0
-		for _, p := range podsOf(t, b.cs, b.cfg.Namespace, id) {
+		for _, p := range podsOf(t, b.api, b.cfg.Namespace, id) {
 			if p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
 				running++
 			}
@@ -228,7 +259,7 @@ func TestKill9(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	if _, err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).Get(context.Background(), lease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := b.api.leases(b.cfg.Namespace).Get(context.Background(), lease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the dead owner's Lease is still there: %v", err)
 	}
 	waitNoPods(t, b, id)
@@ -296,7 +327,7 @@ func closeAndCheck(t *testing.T, b *Backend) {
 func waitNoPods(t *testing.T, b *Backend, id string) {
 	t.Helper()
 	for i := 0; i < 120; i++ {
-		if len(podsOf(t, b.cs, b.cfg.Namespace, id)) == 0 {
+		if len(podsOf(t, b.api, b.cfg.Namespace, id)) == 0 {
 			return
 		}
 		time.Sleep(500 * time.Millisecond)

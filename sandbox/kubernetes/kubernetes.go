@@ -27,7 +27,6 @@ import (
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -91,7 +90,7 @@ type Backend struct {
 	cfg   Config
 	log   *slog.Logger
 	rest  *rest.Config
-	cs    kubernetes.Interface
+	api   *client
 	id    string
 	owner string
 	lease *coordv1.Lease
@@ -121,16 +120,16 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = ns
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	api, err := newClient(rc)
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "kubernetes client", Err: err}
 	}
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	b := &Backend{cfg: cfg, log: log, rest: rc, cs: cs, id: hex.EncodeToString(r[:]), owner: procid.Self().String()}
+	b := &Backend{cfg: cfg, log: log, rest: rc, api: api, id: hex.EncodeToString(r[:]), owner: procid.Self().String()}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
-	if _, err := cs.Discovery().ServerVersion(); err != nil {
+	if _, err := api.serverVersion(ctx); err != nil {
 		return nil, &sandbox.SetupError{Reason: "no Kubernetes API server reachable at " + rc.Host, Err: err}
 	}
 	if err := b.takeLease(ctx); err != nil {
@@ -219,7 +218,7 @@ func (b *Backend) dropLease() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
-	if err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).Delete(ctx, b.lease.Name, metaDelete()); err != nil {
+	if err := b.api.leases(b.cfg.Namespace).Delete(ctx, b.lease.Name, metaDelete()); err != nil {
 		b.log.Warn("kubernetes: delete the Lease", "err", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/sandbox"
@@ -99,16 +98,16 @@ func TestNoLeftovers(t *testing.T) {
 func assertNoPods(t *testing.T, b *Backend) {
 	t.Helper()
 	waitNoPods(t, b, b.id)
-	if _, err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).Get(context.Background(), b.lease.Name, metav1.GetOptions{}); err == nil {
+	if _, err := b.api.leases(b.cfg.Namespace).Get(context.Background(), b.lease.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("Lease %s left", b.lease.Name)
 	}
 }
 
-func podsOf(t testing.TB, cs kubernetes.Interface, ns, pool string) []corev1.Pod {
+func podsOf(t testing.TB, api *client, ns, pool string) []corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labelPool + "=" + pool})
+	l, err := api.pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labelPool + "=" + pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +151,7 @@ func TestPodsDeletedBehindOurBack(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 2))
 	defer closeAndCheck(t, b)
 	waitIdle(t, b, 2, 3*time.Minute)
-	deleted := podsOf(t, b.cs, b.cfg.Namespace, b.id)
+	deleted := podsOf(t, b.api, b.cfg.Namespace, b.id)
 	for _, p := range deleted {
 		if err := b.deletePod(context.Background(), p.Name); err != nil {
 			t.Fatal(err)
@@ -162,7 +161,7 @@ func TestPodsDeletedBehindOurBack(t *testing.T) {
 	// run in one fails before its program starts, and Run tries another.
 	for gone := false; !gone; time.Sleep(200 * time.Millisecond) {
 		gone = true
-		for _, p := range podsOf(t, b.cs, b.cfg.Namespace, b.id) {
+		for _, p := range podsOf(t, b.api, b.cfg.Namespace, b.id) {
 			for _, d := range deleted {
 				gone = gone && p.Name != d.Name
 			}
@@ -183,7 +182,7 @@ func TestPodsDeletedBehindOurBack(t *testing.T) {
 	var victim string
 	for i := 0; i < 100 && victim == ""; i++ {
 		time.Sleep(100 * time.Millisecond)
-		for _, p := range podsOf(t, b.cs, b.cfg.Namespace, b.id) {
+		for _, p := range podsOf(t, b.api, b.cfg.Namespace, b.id) {
 			if p.Spec.ActiveDeadlineSeconds != nil && *p.Spec.ActiveDeadlineSeconds < int64(b.cfg.PodLifetime.Seconds()) {
 				victim = p.Name
 			}

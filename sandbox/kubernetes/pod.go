@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -150,8 +151,8 @@ func (b *Backend) ensureShared(ctx context.Context) error {
 			PolicyTypes: []netv1.PolicyType{netv1.PolicyTypeIngress, netv1.PolicyTypeEgress},
 		},
 	}
-	if _, err := b.cs.NetworkingV1().NetworkPolicies(b.cfg.Namespace).Get(ctx, policyName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		if _, err := b.cs.NetworkingV1().NetworkPolicies(b.cfg.Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := b.api.networkPolicies(b.cfg.Namespace).Get(ctx, policyName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := b.api.networkPolicies(b.cfg.Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			b.log.Warn("kubernetes: create the deny-all NetworkPolicy", "err", err)
 		}
 	} else if err != nil {
@@ -162,11 +163,11 @@ func (b *Backend) ensureShared(ctx context.Context) error {
 		"passwd": "root:x:0:0:root:/root:/bin/sh\nsandbox:x:" + u + ":" + u + ":sandbox:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		"group":  "root:x:0:\nsandbox:x:" + u + ":\nnogroup:x:65534:\n",
 	}
-	cm, err := b.cs.CoreV1().ConfigMaps(b.cfg.Namespace).Get(ctx, accountsName, metav1.GetOptions{})
+	cm, err := b.api.configMaps(b.cfg.Namespace).Get(ctx, accountsName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: accountsName, Labels: map[string]string{labelManaged: managedBy}}, Data: want}
-		if _, err := b.cs.CoreV1().ConfigMaps(b.cfg.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := b.api.configMaps(b.cfg.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create ConfigMap %s: %w", accountsName, err)
 		}
 	case err != nil:
@@ -191,7 +192,7 @@ func (b *Backend) takeLease(ctx context.Context) error {
 			Annotations: map[string]string{annoOwner: b.owner}},
 		Spec: coordv1.LeaseSpec{HolderIdentity: &b.owner, LeaseDurationSeconds: &d, AcquireTime: &now, RenewTime: &now},
 	}
-	got, err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).Create(ctx, l, metav1.CreateOptions{})
+	got, err := b.api.leases(b.cfg.Namespace).Create(ctx, l, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("create Lease: %w", err)
 	}
@@ -203,7 +204,7 @@ func (b *Backend) takeLease(ctx context.Context) error {
 func (b *Backend) renewLease(ctx context.Context) error {
 	now := metav1.NewMicroTime(time.Now())
 	patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, now.UTC().Format(metav1.RFC3339Micro))
-	_, err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).Patch(ctx, b.lease.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+	_, err := b.api.leases(b.cfg.Namespace).Patch(ctx, b.lease.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	return err
 }
 
@@ -219,7 +220,7 @@ func expired(l coordv1.Lease, now time.Time) bool {
 // sweep removes the Leases of dead backends with their Pods, and managed
 // Pods whose Lease is gone. It returns how many Pods it removed.
 func (b *Backend) sweep(ctx context.Context) (int, error) {
-	leases, err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=" + managedBy})
+	leases, err := b.api.leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=" + managedBy})
 	if err != nil {
 		return 0, fmt.Errorf("list Leases: %w", err)
 	}
@@ -234,7 +235,7 @@ func (b *Backend) sweep(ctx context.Context) (int, error) {
 			live[l.Labels[labelPool]] = true
 		}
 	}
-	pods, err := b.cs.CoreV1().Pods(b.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=" + managedBy + "," + labelSandbox + "=true"})
+	pods, err := b.api.pods(b.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=" + managedBy + "," + labelSandbox + "=true"})
 	if err != nil {
 		return 0, fmt.Errorf("list Pods: %w", err)
 	}
@@ -252,7 +253,7 @@ func (b *Backend) sweep(ctx context.Context) (int, error) {
 		n++
 	}
 	for _, name := range dead {
-		if err := b.cs.CoordinationV1().Leases(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := b.api.leases(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return n, fmt.Errorf("delete Lease %s: %w", name, err)
 		}
 	}
@@ -263,7 +264,7 @@ func (b *Backend) sweep(ctx context.Context) (int, error) {
 func (b *Backend) deletePod(ctx context.Context, name string) error {
 	zero := int64(0)
 	bg := metav1.DeletePropagationBackground
-	err := b.cs.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &bg})
+	err := b.api.pods(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &bg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Pod %s: %w", name, err)
 	}

@@ -107,7 +107,7 @@ func (p *pool) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	var errs []error
-	list, err := p.b.cs.CoreV1().Pods(p.b.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPool + "=" + p.b.id})
+	list, err := p.b.api.pods(p.b.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPool + "=" + p.b.id})
 	if err != nil {
 		errs = append(errs, err)
 	} else {

@@ -9,7 +9,6 @@ import (
 	authv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Report is what a cluster offers the backend, for codeagent doctor.
@@ -64,18 +63,18 @@ func Probe(ctx context.Context, cfg Config) Report {
 		cfg.Namespace = ns
 	}
 	r.Server, r.Namespace = rc.Host, cfg.Namespace
-	cs, err := kubernetes.NewForConfig(rc)
+	api, err := newClient(rc)
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
 		return r
 	}
-	v, err := cs.Discovery().ServerVersion()
+	v, err := api.serverVersion(ctx)
 	if err != nil {
 		r.Problems = append(r.Problems, "API server unreachable: "+err.Error())
 		return r
 	}
 	r.Version = v.GitVersion
-	if l, err := cs.NodeV1().RuntimeClasses().List(ctx, metav1.ListOptions{}); err != nil {
+	if l, err := api.runtimeClasses().List(ctx, metav1.ListOptions{}); err != nil {
 		r.RuntimeClassErr = err.Error()
 	} else {
 		for _, c := range l.Items {
@@ -83,7 +82,7 @@ func Probe(ctx context.Context, cfg Config) Report {
 		}
 	}
 	if cfg.RuntimeClass != "" {
-		if _, err := cs.NodeV1().RuntimeClasses().Get(ctx, cfg.RuntimeClass, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := api.runtimeClasses().Get(ctx, cfg.RuntimeClass, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			r.Problems = append(r.Problems, "runtime class "+cfg.RuntimeClass+" does not exist")
 		}
 	}
@@ -91,7 +90,7 @@ func Probe(ctx context.Context, cfg Config) Report {
 		for _, verb := range n.Verbs {
 			rev := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
 				Namespace: cfg.Namespace, Verb: verb, Group: n.Group, Resource: n.Resource, Subresource: n.Sub}}}
-			got, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, rev, metav1.CreateOptions{})
+			got, err := api.accessReview(ctx, rev)
 			if err != nil || !got.Status.Allowed {
 				what := n.Resource
 				if n.Sub != "" {
@@ -101,9 +100,9 @@ func Probe(ctx context.Context, cfg Config) Report {
 			}
 		}
 	}
-	r.Network = network(ctx, cs)
+	r.Network = network(ctx, api)
 	for _, g := range agentSandboxGroups {
-		if l, err := cs.Discovery().ServerResourcesForGroupVersion(g + "/v1alpha1"); err == nil {
+		if l, err := api.resourcesFor(ctx, g+"/v1alpha1"); err == nil {
 			for _, res := range l.APIResources {
 				if !strings.Contains(res.Name, "/") {
 					r.AgentSandbox = append(r.AgentSandbox, res.Kind)
@@ -120,11 +119,11 @@ func Probe(ctx context.Context, cfg Config) Report {
 // policies, which the API does not tell; known ones are recognized by
 // their Pods in kube-system, and a node labelled codeagent.io/network=none
 // (scripts/kube-local.sh) gives Pods no network at all.
-func network(ctx context.Context, cs kubernetes.Interface) string {
-	if nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "codeagent.io/network=none"}); err == nil && len(nodes.Items) > 0 {
+func network(ctx context.Context, api *client) string {
+	if nodes, err := api.nodes().List(ctx, metav1.ListOptions{LabelSelector: "codeagent.io/network=none"}); err == nil && len(nodes.Items) > 0 {
 		return fmt.Sprintf("Pods get no network on %d node(s) labelled codeagent.io/network=none (CNI codeagent-none); NetworkPolicy not enforced there, nor needed", len(nodes.Items))
 	}
-	pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
+	pods, err := api.pods("kube-system").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "unknown (kube-system not readable): the deny-all NetworkPolicy holds only with a CNI that enforces policies (Calico, Cilium, ...)"
 	}

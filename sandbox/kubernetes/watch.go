@@ -52,13 +52,13 @@ func (w *podWatch) run(ctx context.Context) {
 	defer close(w.done)
 	sel := metav1.ListOptions{LabelSelector: labelPool + "=" + w.b.id}
 	for ctx.Err() == nil {
-		list, err := w.b.cs.CoreV1().Pods(w.b.cfg.Namespace).List(ctx, sel)
+		list, err := w.b.api.pods(w.b.cfg.Namespace).List(ctx, sel)
 		if err == nil {
 			w.catchUp(list.Items)
 			opts := sel
 			opts.ResourceVersion = list.ResourceVersion
 			var wi watch.Interface
-			if wi, err = w.b.cs.CoreV1().Pods(w.b.cfg.Namespace).Watch(ctx, opts); err == nil {
+			if wi, err = w.b.api.pods(w.b.cfg.Namespace).Watch(ctx, opts); err == nil {
 				w.follow(ctx, wi)
 				wi.Stop()
 			}
