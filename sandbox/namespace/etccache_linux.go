@@ -42,7 +42,9 @@ func sharedEtc(base string) (string, error) {
 	dir := filepath.Join(base, "etc-"+sum[:16])
 	now := time.Now()
 	if fi, err := os.Lstat(filepath.Join(dir, completeMark)); err == nil && fi.Mode().IsRegular() {
-		_ = os.Chtimes(filepath.Join(dir, completeMark), now, now) // in use: keep it
+		if now.Sub(fi.ModTime()) > time.Hour {
+			_ = os.Chtimes(filepath.Join(dir, completeMark), now, now) // in use: keep it (for a day, see removeStaleEtc)
+		}
 		return dir, nil
 	}
 	tmp, err := prepareEtc(base)

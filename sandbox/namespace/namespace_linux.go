@@ -92,10 +92,7 @@ func New(cfg Config) (*Backend, error) {
 	var err error
 	hostUID := -1
 	if os.Geteuid() == 0 {
-		hostUID = programHostUID(cfg)
-		if err := sandbox.CheckHostUID(hostUID); err != nil {
-			return nil, &sandbox.SetupError{Reason: "the sandbox's host uid", Err: err}
-		}
+		hostUID = programHostUID(cfg) // checked by probe (sandbox.CheckHostUID)
 	}
 	base := os.TempDir()
 	if hostUID >= 0 {
