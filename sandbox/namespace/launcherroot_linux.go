@@ -5,21 +5,25 @@ package namespace
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 )
 
-// A launcher run as root starts in a private copy of the host's mount
-// namespace (see attachWorkspace). bwrap reads the whole mount table
+// A launcher run as root has a private mount namespace of its own (see
+// attachWorkspace). bwrap reads the whole mount table
 // (/proc/self/mountinfo) after each of its binds, two dozen per sandbox,
-// so its setup costs grow with the host's mounts: container engines,
-// kubelets and loop-mounted file systems add hundreds, and each hundred
-// cost about 2 ms per execution here. Before bwrap reads its options,
-// minimalRoot therefore gives the launcher's namespace a root of its own
-// that holds only what bwrap binds into sandboxes, at the same paths:
-// the sandbox sees exactly what it saw before, and bwrap's mount table
-// has a dozen entries instead of the host's.
+// so its setup costs grow with the mounts it sees: container engines,
+// kubelets and loop-mounted file systems add hundreds to the host's, and
+// each hundred cost about 2 ms per execution here. So the launcher's
+// namespace is not a copy of the host's but has a root of its own that
+// holds only what bwrap binds into sandboxes, at the same paths: the
+// sandbox sees exactly what it saw before, and bwrap's mount table has a
+// dozen entries. The launcher is born in it (startInMinimalRoot).
 
 // minimalRootDir is where, below the backend's mount directory, the
 // launcher's new root is assembled (in the launcher's namespace only).
@@ -39,47 +43,84 @@ func (b *Backend) rootSources() []string {
 	return append(paths, b.etc, b.mnt, "/proc", "/dev")
 }
 
-// minimalRoot replaces the root of the mount namespace of the launcher
-// pid with a small tmpfs into which each of rootSources is bound at its
-// own path, and detaches the old tree. pivot_root moves the launcher's
-// root and working directory (both "/") with it. The launcher's namespace
-// is private (Go makes it MS_PRIVATE), so nothing here reaches the host.
-func (b *Backend) minimalRoot(pid int) error {
-	newRoot := filepath.Join(b.mnt, minimalRootDir)
-	return inMountNamespace(pid, func() error {
-		if err := unix.Mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
-			return fmt.Errorf("mount the launcher's root: %w", err)
+// startInMinimalRoot starts cmd from an OS thread of its own that first
+// makes itself a private mount namespace whose root is a small tmpfs into
+// which each of rootSources is bound at its own path, the old tree
+// detached: the launcher inherits it and never sees the host's tree, not
+// even while its dynamic loader runs. The namespace is private (no
+// propagation), so nothing here reaches the host. A launcher dies with the
+// thread that forked it (PR_SET_PDEATHSIG), so the thread waits, locked,
+// until the returned end is called, then ends with its namespace.
+func (b *Backend) startInMinimalRoot(cmd *exec.Cmd) (end func(), err error) {
+	errc := make(chan error, 1)
+	done := make(chan struct{})
+	osthread.Go(func() {
+		err := b.enterMinimalRoot()
+		if err == nil {
+			err = cmd.Start()
 		}
-		for _, src := range b.rootSources() {
-			dst := filepath.Join(newRoot, src)
-			if err := os.MkdirAll(dst, 0o755); err != nil {
+		errc <- err
+		if err == nil {
+			<-done
+		}
+	})
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	return sync.OnceFunc(func() { close(done) }), nil
+}
+
+// enterMinimalRoot gives the calling thread, locked and never reused, the
+// launcher's mount namespace (see startInMinimalRoot).
+func (b *Backend) enterMinimalRoot() error {
+	if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare the launcher's mount namespace: %w", err)
+	}
+	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the launcher's mount namespace private: %w", err)
+	}
+	newRoot := filepath.Join(b.mnt, minimalRootDir)
+	if err := unix.Mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("mount the launcher's root: %w", err)
+	}
+	for _, src := range b.rootSources() {
+		dst := filepath.Join(newRoot, src)
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		// The trees of /usr and the like with their submounts, as bwrap
+		// binds them; the procfs and the device nodes themselves; the
+		// backend's own directories, which have no submounts yet (and one
+		// of them holds newRoot).
+		flags := uintptr(unix.MS_BIND)
+		if src != "/dev" && src != "/proc" && src != b.etc && src != b.mnt {
+			flags |= unix.MS_REC
+		}
+		if err := unix.Mount(src, dst, "", flags, ""); err != nil {
+			return fmt.Errorf("bind %s into the launcher's root: %w", src, err)
+		}
+	}
+	// The host's top-level links (/lib64 -> usr/lib64 on a merged /usr),
+	// for the dynamic loader of bwrap, which starts in this root.
+	for _, d := range rootDirs {
+		if target, err := os.Readlink(d); err == nil {
+			if err := os.Symlink(target, filepath.Join(newRoot, d)); err != nil {
 				return err
 			}
-			// The trees of /usr and the like with their submounts, as bwrap
-			// binds them; the procfs and the device nodes themselves; the
-			// backend's own directories, which have no submounts yet (and
-			// one of them holds newRoot).
-			flags := uintptr(unix.MS_BIND)
-			if src != "/dev" && src != "/proc" && src != b.etc && src != b.mnt {
-				flags |= unix.MS_REC
-			}
-			if err := unix.Mount(src, dst, "", flags, ""); err != nil {
-				return fmt.Errorf("bind %s into the launcher's root: %w", src, err)
-			}
 		}
-		// bwrap mounts its own tmpfs over /tmp to build the sandbox's root.
-		if err := os.Mkdir(filepath.Join(newRoot, "tmp"), 0o755); err != nil {
-			return err
-		}
-		if err := unix.Chdir(newRoot); err != nil {
-			return err
-		}
-		if err := unix.PivotRoot(".", "."); err != nil {
-			return fmt.Errorf("pivot the launcher's root: %w", err)
-		}
-		if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-			return fmt.Errorf("detach the host's tree: %w", err)
-		}
-		return unix.Chdir("/")
-	})
+	}
+	// bwrap mounts its own tmpfs over /tmp to build the sandbox's root.
+	if err := os.Mkdir(filepath.Join(newRoot, "tmp"), 0o755); err != nil {
+		return err
+	}
+	if err := unix.Chdir(newRoot); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot the launcher's root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the host's tree: %w", err)
+	}
+	return unix.Chdir("/")
 }

@@ -111,8 +111,10 @@ func (u *upperFS) close() {
 }
 
 // makeUpper makes an upper file system for runs under lim and mounts it at
-// the upper mount point in the mount namespace of process pid, a launcher.
-func (b *Backend) makeUpper(pid int, lim sandbox.Limits) (*upperFS, error) {
+// the upper mount point in the mount namespace of the launcher whose pid
+// arrives on pid (closed without one: the launcher did not start). The
+// image is made and attached meanwhile.
+func (b *Backend) makeUpper(pid <-chan int, lim sandbox.Limits) (*upperFS, error) {
 	free, size, inodes := upperSize(lim)
 	img, err := stagingfs.NewImage(b.scratch)
 	if err != nil {
@@ -137,7 +139,12 @@ func (b *Backend) makeUpper(pid int, lim sandbox.Limits) (*upperFS, error) {
 		return fail(err)
 	}
 	removed = os.Remove(img.Name()) == nil // the device holds it now
-	err = inMountNamespace(pid, func() error {
+	launcher, ok := <-pid
+	if !ok {
+		dev.Close()
+		return fail(errors.New("the launcher did not start"))
+	}
+	err = inMountNamespace(launcher, func() error {
 		if err := stagingfs.Mount(dev, b.upperPoint()); err != nil {
 			return err
 		}
@@ -174,16 +181,27 @@ func (b *Backend) makeUpper(pid int, lim sandbox.Limits) (*upperFS, error) {
 	return u, nil
 }
 
-// prepareUpper makes l's upper file system in the background; l.awaitUpper
-// waits for it.
-func (b *Backend) prepareUpper(l *launcher) {
+// prepareUpper starts making l's upper file system in the background, as
+// l starts (the image takes as long as the launcher's start); upperFor
+// waits for it. The launcher's pid goes on the returned channel, which is
+// closed afterwards, or closed alone when the launcher did not start.
+func (b *Backend) prepareUpper(l *launcher) chan<- int {
 	lim := b.upperLimits()
 	l.upperDone = make(chan struct{})
-	pid := l.cmd.Process.Pid
+	pid := make(chan int, 1)
 	b.background(func() {
 		defer close(l.upperDone)
 		l.upper, l.upperErr = b.makeUpper(pid, lim)
 	})
+	return pid
+}
+
+// pidOf is a channel that holds pid, for makeUpper.
+func pidOf(pid int) <-chan int {
+	c := make(chan int, 1)
+	c <- pid
+	close(c)
+	return c
 }
 
 // upperLimits are the limits of the latest run: a warm launcher's upper
@@ -206,7 +224,7 @@ func (b *Backend) upperFor(l *launcher, lim sandbox.Limits) (*upperFS, error) {
 	<-l.upperDone
 	if l.upperErr == nil && !l.upper.fits(lim) {
 		l.upper.close()
-		l.upper, l.upperErr = b.makeUpper(l.cmd.Process.Pid, lim)
+		l.upper, l.upperErr = b.makeUpper(pidOf(l.cmd.Process.Pid), lim)
 	}
 	if l.upperErr != nil {
 		return nil, l.upperErr

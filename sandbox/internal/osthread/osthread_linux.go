@@ -35,3 +35,27 @@ func Run(fn func() error) error {
 	}()
 	return <-errc
 }
+
+// Go runs fn on a fresh OS thread that is not the main thread, locked to
+// it, and lets the thread end when fn returns; it does not wait for fn.
+// For a thread that must outlive its caller: one that forks a process
+// which dies with it (PR_SET_PDEATHSIG names the forking thread).
+func Go(fn func()) {
+	go func() {
+		runtime.LockOSThread() // never unlocked below: the thread ends with the goroutine
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread, held while fn's goroutine locks another
+			// (a locked thread runs no other goroutine), then given back.
+			locked := make(chan struct{})
+			go func() {
+				runtime.LockOSThread()
+				close(locked)
+				fn()
+			}()
+			<-locked
+			runtime.UnlockOSThread()
+			return
+		}
+		fn()
+	}()
+}

@@ -11,7 +11,7 @@ import (
 // that ran on the main thread. Called from a goroutine on the main thread
 // that then blocks, a new goroutine usually runs next on that same
 // thread: the case Run must avoid.
-var onMain, calls int
+var onMain, calls, goOnMain, goCalls int
 
 func TestMain(m *testing.M) {
 	for range 20 {
@@ -25,6 +25,14 @@ func TestMain(m *testing.M) {
 			}
 			return nil
 		})
+		if unix.Gettid() == os.Getpid() {
+			goCalls++
+			main := make(chan bool)
+			Go(func() { main <- unix.Gettid() == os.Getpid() })
+			if <-main {
+				goOnMain++
+			}
+		}
 	}
 	os.Exit(m.Run())
 }
@@ -44,5 +52,14 @@ func TestError(t *testing.T) {
 	want := os.ErrInvalid
 	if err := Run(func() error { return want }); err != want {
 		t.Fatalf("Run returned %v, want %v", err, want)
+	}
+}
+
+func TestGoNeverMainThread(t *testing.T) {
+	if goCalls == 0 {
+		t.Skip("the main goroutine never ran on the main thread")
+	}
+	if goOnMain > 0 {
+		t.Fatalf("%d of %d calls of Go ran on the main thread", goOnMain, goCalls)
 	}
 }
