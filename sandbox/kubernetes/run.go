@@ -63,13 +63,14 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 func (e *execution) command() []string {
 	cpu := max(uint64(math.Ceil(e.lim.CPUTime.Seconds())), 1)
 	cmd := []string{"/usr/bin/env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp"}
-	keys := make([]string, 0, len(e.spec.Env))
-	for k := range e.spec.Env {
+	env := sandbox.WithThreadEnv(e.spec.Env, e.lim.CPUs)
+	keys := make([]string, 0, len(env))
+	for k := range env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		cmd = append(cmd, k+"="+e.spec.Env[k])
+		cmd = append(cmd, k+"="+env[k])
 	}
 	cmd = append(cmd, "/usr/bin/prlimit", fmt.Sprintf("--cpu=%d:%d", cpu, cpu+1), fmt.Sprintf("--fsize=%d", e.lim.FileSize),
 		fmt.Sprintf("--nofile=%d", e.lim.OpenFiles), "--core=0", "--msgqueue=0", "--")

@@ -110,7 +110,7 @@ func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace s
 		"--seccomp", strconv.Itoa(fdSeccomp), "--info-fd", strconv.Itoa(fdInfo), "--block-fd", strconv.Itoa(fdBlock),
 		"--clearenv",
 	)
-	for _, kv := range environ(spec.Env) {
+	for _, kv := range environ(sandbox.WithThreadEnv(spec.Env, lim.CPUs)) {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)
 	}

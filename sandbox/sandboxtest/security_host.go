@@ -168,6 +168,9 @@ func envLeak(t *testing.T, sb sandbox.Sandbox) {
 	wantStatus(t, res, sandbox.StatusOK)
 	allowed := map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TMPDIR": true, "PWD": true,
 		"EXPLICIT": true, "SHLVL": true, "_": true, "OLDPWD": true}
+	for _, k := range sandbox.ThreadVars {
+		allowed[k] = true
+	}
 	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
 		k, _, _ := strings.Cut(line, "=")
 		if !allowed[k] {
@@ -176,6 +179,28 @@ func envLeak(t *testing.T, sb sandbox.Sandbox) {
 	}
 	if bytes.Contains(res.Stdout, []byte("s3cr3t")) || !bytes.Contains(res.Stdout, []byte("EXPLICIT=yes")) {
 		t.Fatalf("environment: %s", res.Stdout)
+	}
+}
+
+// threadPools checks that numerical libraries are told the CPU limit, not
+// the host's CPU count (see sandbox.WithThreadEnv), unless the program's
+// environment says otherwise.
+func threadPools(t *testing.T, sb sandbox.Sandbox) {
+	code := "echo $OMP_NUM_THREADS $OPENBLAS_NUM_THREADS $MKL_NUM_THREADS"
+	for _, c := range []struct {
+		cpus float64
+		env  map[string]string
+		want string
+	}{
+		{0, nil, "1 1 1"},
+		{1.5, nil, "2 2 2"},
+		{1, map[string]string{"OPENBLAS_NUM_THREADS": "3"}, "1 3 1"},
+	} {
+		res := execute(t, sb, program{lang: "bash", code: code, env: c.env, limits: sandbox.Limits{CPUs: c.cpus}})
+		wantStatus(t, res, sandbox.StatusOK)
+		if got := strings.TrimSpace(string(res.Stdout)); got != c.want {
+			t.Errorf("%g CPUs, env %v: thread pools %q, want %q", c.cpus, c.env, got, c.want)
+		}
 	}
 }
 

@@ -27,6 +27,7 @@ func RunSecurity(t *testing.T, sb sandbox.Sandbox) {
 	t.Run("UnixSockets", func(t *testing.T) { unixSockets(t, sb) })
 	t.Run("KillHostProcess", func(t *testing.T) { killHost(t, sb) })
 	t.Run("EnvironmentLeak", func(t *testing.T) { envLeak(t, sb) })
+	t.Run("ThreadPools", func(t *testing.T) { threadPools(t, sb) })
 	t.Run("Privileges", func(t *testing.T) { privileges(t, sb) })
 	t.Run("Devices", func(t *testing.T) { devices(t, sb) })
 	t.Run("ProcIsolation", func(t *testing.T) { procIsolation(t, sb) })
