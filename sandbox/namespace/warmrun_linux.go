@@ -189,7 +189,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
 	defer ws.Stop()
-	req, err := json.Marshal(map[string]any{"argv": args, "env": envMap(r.spec.Env), "cwd": sandbox.WorkspacePath})
+	req, err := json.Marshal(map[string]any{"argv": args, "env": envMap(sandbox.WithThreadEnv(r.spec.Env, r.lim.CPUs)), "cwd": sandbox.WorkspacePath})
 	if err != nil {
 		return res, unusable(err)
 	}
