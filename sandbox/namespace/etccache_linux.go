@@ -26,7 +26,7 @@ import (
 // entries; copying them (alternatives, fonts) took about 150 ms per start.
 
 // etcFormat changes when the way /etc is prepared changes.
-const etcFormat = "etc-v1"
+const etcFormat = "etc-v2"
 
 // completeMark is written last into a prepared /etc that is whole.
 const completeMark = ".codeagent-complete"
@@ -68,8 +68,8 @@ func sharedEtc(base string) (string, error) {
 
 // etcFingerprint hashes what prepareEtc would copy and write: for each
 // entry, its path, mode, size, inode, modification and change times (a
-// replaced file or link has a new inode or change time, so link targets
-// need not be read). It runs at every start, over several hundred
+// replaced file has a new inode or change time, so contents need not be
+// read); a link, by its name (see appendTree). It runs at every start, over several hundred
 // entries, so it appends to one buffer rather than formatting each.
 func etcFingerprint() (string, error) {
 	buf := append(make([]byte, 0, 64<<10), etcFormat+"\n"...)
@@ -110,18 +110,21 @@ func appendTree(buf []byte, p string) ([]byte, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return buf, nil
 	}
-	f, err := os.Open(p)
+	entries, err := os.ReadDir(p) // in name order
 	if err != nil {
 		return buf, err
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return buf, err
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if buf, err = appendTree(buf, p+"/"+n); err != nil {
+	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A link cannot change in place: a new target is a new link,
+			// which changes the directory's times, hashed above. So links
+			// are hashed by name only, without a stat each (most of
+			// /etc/alternatives).
+			buf = append(append(append(buf, p...), '/'), e.Name()...)
+			buf = append(buf, " link\n"...)
+			continue
+		}
+		if buf, err = appendTree(buf, p+"/"+e.Name()); err != nil {
 			return buf, err
 		}
 	}

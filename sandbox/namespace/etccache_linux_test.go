@@ -84,6 +84,13 @@ func TestFingerprintFollowsChanges(t *testing.T) {
 			_ = os.Remove(link)
 			return os.Symlink("/usr/bin/python3.12", link)
 		}},
+		{"link renamed over (update-alternatives)", func() error {
+			tmp := link + ".tmp"
+			if err := os.Symlink("/usr/bin/python3.13", tmp); err != nil {
+				return err
+			}
+			return os.Rename(tmp, link)
+		}},
 		{"file edited in place", func() error {
 			f, err := os.OpenFile(file, os.O_WRONLY, 0)
 			if err != nil {
