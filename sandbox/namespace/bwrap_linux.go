@@ -91,19 +91,23 @@ const (
 // was known (see launcher), so everything but the command is here,
 // including the environment.
 //
-// workspace is the directory bwrap binds at /workspace; mapIDs says that
-// codeagent writes the user namespace's id maps (see writeIDMaps), which
-// bwrap then waits for.
-func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, mapIDs bool, tmp []tmpFile) []string {
+// workspace is the directory bwrap binds at /workspace. asRoot says that
+// codeagent runs as root: it writes the user namespace's id maps (see
+// writeIDMaps), which bwrap then waits for, and the launcher was born in a
+// network namespace of its own, empty but for a loopback interface (see
+// startInMinimalRoot), which the sandbox keeps rather than making one.
+func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, asRoot bool, tmp []tmpFile) []string {
 	size := strconv.FormatInt(lim.Disk, 10)
 	shm := strconv.FormatInt(min(lim.Disk, lim.Memory), 10)
 	uid := strconv.Itoa(sandboxUID)
 	args := []string{"--unshare-user"}
-	if mapIDs {
+	if asRoot {
 		args = append(args, "--userns-block-fd", strconv.Itoa(fdUserns))
+	} else {
+		args = append(args, "--unshare-net")
 	}
 	args = append(args,
-		"--unshare-pid", "--unshare-net", "--unshare-ipc",
+		"--unshare-pid", "--unshare-ipc",
 		"--unshare-uts", "--unshare-cgroup-try",
 		"--uid", uid, "--gid", uid, "--hostname", "sandbox",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",

@@ -71,10 +71,18 @@ func (b *Backend) startInMinimalRoot(cmd *exec.Cmd) (end func(), err error) {
 }
 
 // enterMinimalRoot gives the calling thread, locked and never reused, the
-// launcher's mount namespace (see startInMinimalRoot).
+// launcher's mount namespace (see startInMinimalRoot) and its network
+// namespace: a fresh one with the loopback interface up and nothing else,
+// which the sandbox keeps (bwrap runs without --unshare-net). Made here, it
+// is ready before bwrap has its options, off the path of a warm run, and
+// it belongs to the host's user namespace, so that nothing in the sandbox
+// has any capability over it.
 func (b *Backend) enterMinimalRoot() error {
-	if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("unshare the launcher's mount namespace: %w", err)
+	if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS | unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("unshare the launcher's mount and network namespaces: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return fmt.Errorf("the launcher's network namespace: %w", err)
 	}
 	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make the launcher's mount namespace private: %w", err)
@@ -123,4 +131,26 @@ func (b *Backend) enterMinimalRoot() error {
 		return fmt.Errorf("detach the host's tree: %w", err)
 	}
 	return unix.Chdir("/")
+}
+
+// loopbackUp brings up the loopback interface of the calling thread's
+// network namespace, as bwrap does in the namespaces it makes.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring the loopback interface up: %w", err)
+	}
+	return nil
 }
