@@ -80,6 +80,21 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 		}
 	})
 	defer doneLaunching()
+	took := false // the cgroup's result, which comes once
+	takeCgroup := func() error {
+		took = true
+		return l.takeCgroup(cgc, b)
+	}
+	// fail undoes a start that went wrong.
+	fail := func(err error) (*launcher, error) {
+		if !took {
+			_ = takeCgroup() // discard removes it
+		}
+		doneLaunching()
+		close(l.moved)
+		l.discard()
+		return nil, err
+	}
 	var child []*os.File // bwrap's descriptors 3, 4, ...
 	var std [3]*os.File  // bwrap's stdin, stdout, stderr
 	var err error
@@ -112,11 +127,7 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	l.stdoutR, std[1] = pipe()
 	l.stderrR, std[2] = pipe()
 	if err != nil {
-		l.takeCgroup(cgc, b)
-		doneLaunching()
-		close(l.moved)
-		l.discard()
-		return nil, err
+		return fail(err)
 	}
 
 	args := append([]string{"--args", strconv.Itoa(fdArgs), "--"}, spec.Command...)
@@ -128,9 +139,9 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	markCloseOnExec()
 	if b.asRoot() {
-		// A private mount namespace with the minimal root, for the
-		// workspace mount (see attachWorkspace), then the backend's own
-		// uid.
+		// A private mount namespace with the minimal root (for the
+		// workspace mount, see attachWorkspace) and a network namespace
+		// of its own, then the backend's own uid.
 		id := uint32(b.hostUID)
 		l.cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}
 		l.endThread, err = b.startInMinimalRoot(l.cmd)
@@ -139,11 +150,7 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	}
 	if err != nil {
 		l.cmd = nil
-		l.takeCgroup(cgc, b)
-		doneLaunching()
-		close(l.moved)
-		l.discard()
-		return nil, err
+		return fail(err)
 	}
 	if launched != nil {
 		launched <- l.cmd.Process.Pid
@@ -152,10 +159,8 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 	for _, f := range append(child, std[:]...) {
 		_ = f.Close()
 	}
-	if err := l.takeCgroup(cgc, b); err != nil {
-		close(l.moved)
-		l.discard()
-		return nil, err
+	if err := takeCgroup(); err != nil {
+		return fail(err)
 	}
 	if l.cg != nil {
 		go func() {
