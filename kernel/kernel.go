@@ -328,12 +328,31 @@ func (k *Kernel) Exec(ctx context.Context, c Cell) (Result, error) {
 		}
 		grace.Stop()
 	}
+	overDisk := false
 	select {
 	case <-cs.done:
+		if k.diskExceeded() {
+			// The cell's writes passed the disk limit just before it
+			// ended, and the sandbox is being killed for them: that, not
+			// the cell's own end, is its verdict.
+			k.waitEnded()
+			overDisk = true
+		}
 	default:
 		k.waitEnded()
 	}
-	return k.result(cs, interrupted, timeout, start, u0), nil
+	return k.result(cs, interrupted, timeout, start, u0, overDisk), nil
+}
+
+// diskExceeded reports whether the kernel's sandbox, counting every write
+// so far, is past its disk limit (see sandbox.DiskSettler).
+func (k *Kernel) diskExceeded() bool {
+	r := k.running.Load()
+	if r == nil {
+		return false
+	}
+	ds, ok := (*r).(sandbox.DiskSettler)
+	return ok && ds.DiskExceeded()
 }
 
 // waitEnded waits, bounded, for the sandbox to have ended.

@@ -63,8 +63,10 @@ func (r Result) JSON() ResultJSON {
 	return j
 }
 
-// result assembles the Result of cell cs.
-func (k *Kernel) result(cs *cell, interrupted string, timeout time.Duration, start time.Time, u0 sandbox.Usage) Result {
+// result assembles the Result of cell cs: its own verdict when it ended by
+// itself, else (the kernel ended during it, or overDisk: its writes passed
+// the disk limit) the kernel's sandbox's.
+func (k *Kernel) result(cs *cell, interrupted string, timeout time.Duration, start time.Time, u0 sandbox.Usage, overDisk bool) Result {
 	var r Result
 	cs.mu.Lock()
 	done := cs.doneReceived
@@ -79,7 +81,7 @@ func (k *Kernel) result(cs *cell, interrupted string, timeout time.Duration, sta
 	if u1.CPUTime > 0 {
 		r.CPUTime = max(u1.CPUTime-u0.CPUTime, 0)
 	}
-	if done {
+	if done && !overDisk {
 		k.mu.Lock()
 		k.count = count
 		k.mu.Unlock()
@@ -99,7 +101,8 @@ func (k *Kernel) result(cs *cell, interrupted string, timeout time.Duration, sta
 		}
 		return r
 	}
-	// The kernel ended during the cell: the verdict is its sandbox's.
+	// The kernel ended during the cell, or for its writes: the verdict is
+	// its sandbox's.
 	k.mu.Lock()
 	res, runErr, killed := k.res, k.runErr, k.killed
 	k.mu.Unlock()

@@ -9,6 +9,15 @@ type Running interface {
 	Usage() Usage
 }
 
+// DiskSettler is implemented by a Running whose disk limit a watcher
+// enforces as the program writes: DiskExceeded counts the writes made so
+// far and reports whether they passed the limit, in which case the sandbox
+// is being killed for it. A caller that reports on part of a run (a
+// kernel's cell) asks before it takes the part's own end for its verdict.
+type DiskSettler interface {
+	DiskExceeded() bool
+}
+
 // Usage is a running sandbox's consumption.
 type Usage struct {
 	// Memory is the memory charged to the sandbox now (its cgroup's

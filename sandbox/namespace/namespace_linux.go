@@ -272,7 +272,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		return res, &sandbox.SetupError{Reason: "release sandbox", Err: err}
 	}
 	_ = l.blockW.Close()
-	r.started(l)
+	r.started(l, ws)
 
 	stopWatch := r.watch(ctx, l)
 	waitErr := l.cmd.Wait()

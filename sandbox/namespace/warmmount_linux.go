@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 )
 
@@ -205,10 +206,17 @@ func restartPeak(cg runCgroup) {
 // processes hold, read on the host.
 type running struct {
 	cg      runCgroup
-	baseCPU time.Duration // the warm-up's, not the program's
+	baseCPU time.Duration      // the warm-up's, not the program's
+	ws      *diskwatch.Watcher // the run's disk watcher
 }
 
-var _ sandbox.Running = running{}
+var (
+	_ sandbox.Running     = running{}
+	_ sandbox.DiskSettler = running{}
+)
+
+// DiskExceeded implements sandbox.DiskSettler.
+func (r running) DiskExceeded() bool { return r.ws != nil && r.ws.Settle() }
 
 func (r running) Usage() sandbox.Usage {
 	var u sandbox.Usage
@@ -246,8 +254,8 @@ func statusKB(pid, key string) int64 {
 }
 
 // started calls spec.Started for a cold execution.
-func (r *run) started(l *launcher) {
+func (r *run) started(l *launcher, ws *diskwatch.Watcher) {
 	if r.spec.Started != nil && l.cg != nil {
-		r.spec.Started(running{cg: l.cg})
+		r.spec.Started(running{cg: l.cg, ws: ws})
 	}
 }

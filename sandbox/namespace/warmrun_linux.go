@@ -207,7 +207,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	}()
 	stopWatch := r.watch(ctx, l)
 	if r.spec.Started != nil {
-		r.spec.Started(running{cg: l.cg, baseCPU: baseCPU})
+		r.spec.Started(running{cg: l.cg, baseCPU: baseCPU, ws: ws})
 	}
 	<-w.exited
 	stopWatch()

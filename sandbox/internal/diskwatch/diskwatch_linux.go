@@ -21,6 +21,8 @@ type Watcher struct {
 	rootFd int
 	wakeFd int // an eventfd that Stop signals
 
+	readMu    sync.Mutex // serializes reading and closing the inotify instance (loop, Settle, Stop)
+	settleBuf []byte
 	mu        sync.Mutex // guards t and ifd
 	t         *tree
 	ifd       int // the inotify instance; -1 in walk-only mode
@@ -113,7 +115,34 @@ func (w *Watcher) Stop() bool {
 	if walkOnly && !w.exceeded.Load() {
 		w.check(walk(w.rootFd))
 	}
+	w.readMu.Lock()
 	w.closeFds(ifd)
+	w.readMu.Unlock()
+	return w.exceeded.Load()
+}
+
+// Settle accounts for the events queued so far, as the watcher would a
+// moment later, and reports whether the tree has gone past its limits
+// (over has then been called). It is for a caller that reports on part of
+// a run, a kernel's cell: writes a program made just before it said it was
+// done are counted before that is believed.
+func (w *Watcher) Settle() bool {
+	w.readMu.Lock()
+	defer w.readMu.Unlock()
+	if w.exceeded.Load() || w.stopping.Load() {
+		return w.exceeded.Load()
+	}
+	w.mu.Lock()
+	walkOnly := w.ifd < 0 || w.t.watchFailed
+	w.mu.Unlock()
+	if walkOnly {
+		w.check(walk(w.rootFd))
+	} else {
+		if w.settleBuf == nil {
+			w.settleBuf = make([]byte, 16<<10)
+		}
+		w.drain(w.settleBuf)
+	}
 	return w.exceeded.Load()
 }
 
@@ -168,7 +197,9 @@ func (w *Watcher) loop() {
 		if _, err := unix.Poll(fds, -1); err != nil && !errors.Is(err, unix.EINTR) {
 			return
 		}
+		w.readMu.Lock()
 		reads := w.drain(buf) // also when stopping: what is queued still counts
+		w.readMu.Unlock()
 		if w.stopping.Load() || w.exceeded.Load() {
 			return
 		}

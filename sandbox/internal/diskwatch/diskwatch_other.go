@@ -73,6 +73,9 @@ func (w *Watcher) Stop() bool {
 	return w.exceeded.Load()
 }
 
+// Settle reports whether the tree has gone past its limits so far.
+func (w *Watcher) Settle() bool { return w.exceeded.Load() }
+
 // Growth is how much the tree has grown since Start, and by how many names.
 func (w *Watcher) Growth() (int64, int) {
 	return w.cost.Load() - w.base.Load(), int(w.n.Load() - w.baseN.Load())

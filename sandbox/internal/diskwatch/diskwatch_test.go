@@ -186,3 +186,40 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Settle counts writes whose events are still queued: a kernel asks it
+// right after a cell says it is done, before the watcher's thread may have
+// run. A sparse file is charged its size.
+func TestSettleCountsQueuedWrites(t *testing.T) {
+	for i := range 50 {
+		dir := t.TempDir()
+		var over atomic.Int32
+		w := start(t, dir, Limits{Bytes: 1 << 20}, func() { over.Add(1) })
+		f, err := os.Create(filepath.Join(dir, "sparse"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte{1}, 4<<20-1); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !w.Settle() {
+			t.Fatalf("round %d: Settle missed a 4 MiB file under a 1 MiB limit", i)
+		}
+		if n := over.Load(); n != 1 {
+			t.Fatalf("round %d: over called %d times, want once", i, n)
+		}
+		if !w.Stop() {
+			t.Fatal("Stop forgot that the limit was passed")
+		}
+	}
+	// And a tree within its limit stays so.
+	dir := t.TempDir()
+	w := start(t, dir, Limits{Bytes: 1 << 20}, nil)
+	if err := os.WriteFile(filepath.Join(dir, "small"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w.Settle() {
+		t.Fatal("Settle reported a tree within its limit as past it")
+	}
+}
