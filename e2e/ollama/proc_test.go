@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // proc is what /proc says about one process.
@@ -81,6 +82,30 @@ func runners(blob string) []int {
 		}
 	}
 	return pids
+}
+
+// age is how long process pid has run, from its start time (in the
+// kernel's USER_HZ ticks, 100 a second) and the system's uptime.
+func age(pid int) (time.Duration, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	up, err := os.ReadFile("/proc/uptime")
+	if len(f) < 20 || err != nil {
+		return 0, false
+	}
+	start, err1 := strconv.ParseInt(f[19], 10, 64)
+	now, err2 := strconv.ParseFloat(strings.Fields(string(up))[0], 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(now*float64(time.Second)) - time.Duration(start)*time.Second/100, true
 }
 
 // killRunners kills (SIGKILL) the runners of blob and says how many.

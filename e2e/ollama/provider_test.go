@@ -229,8 +229,9 @@ func TestRunnerKilledMidStream(t *testing.T) {
 }
 
 // TestRunnerKilledIsRetried: every runner of tiny-long is killed once it
-// has lived a second (loaded, generating), so each attempt of a chat
-// request gets HTTP 500 from Ollama ("an error was encountered while
+// has lived a second (loaded, generating; by its own age, so that one an
+// earlier test loaded cannot answer this request quickly), so each
+// attempt of a chat request gets HTTP 500 from Ollama ("an error was encountered while
 // running the model"); the request is retried, then fails with a clear
 // error. (Killed sooner, before it answers Ollama's first health check, a
 // runner leaves Ollama v0.17.4 waiting for it until the client gives up.)
@@ -243,7 +244,7 @@ func TestRunnerKilledIsRetried(t *testing.T) {
 	p, c := provider(t)
 	stop, stopped := make(chan struct{}), make(chan int)
 	go func() {
-		n, seen := 0, map[int]time.Time{}
+		n := 0
 		for {
 			select {
 			case <-stop:
@@ -251,10 +252,10 @@ func TestRunnerKilledIsRetried(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
+			// By the runner's own age: one an earlier test loaded is
+			// killed at once, before it can finish this request.
 			for _, pid := range runners(blob) {
-				if first, ok := seen[pid]; !ok {
-					seen[pid] = time.Now()
-				} else if time.Since(first) > time.Second && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				if a, ok := age(pid); ok && a > time.Second && syscall.Kill(pid, syscall.SIGKILL) == nil {
 					n++
 				}
 			}
