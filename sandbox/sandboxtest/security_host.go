@@ -82,6 +82,10 @@ func network(t *testing.T, sb sandbox.Sandbox) {
 		fmt.Sprintf("socket.create_connection(('localhost', %d), timeout=2)", port),
 		"socket.getaddrinfo('example.com', 80)",
 		"s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('1.1.1.1', 53)); s.settimeout(1); s.recv(1)",
+		// The sandbox's network namespace is not its to configure: no raw
+		// sockets, and loopback cannot be taken down (SIOCSIFFLAGS).
+		"socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)",
+		"import fcntl, struct; fcntl.ioctl(socket.socket(), 0x8914, struct.pack('16sH14x', b'lo', 0))",
 	}
 	res := execute(t, sb, program{lang: "python", code: leakCheck(attempts...) + "print(sorted(n for _, n in socket.if_nameindex()))\n"})
 	wantAllBlocked(t, res, len(attempts))
