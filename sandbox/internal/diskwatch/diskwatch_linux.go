@@ -291,10 +291,11 @@ func (w *Watcher) handleLocked(buf []byte) (int64, int, bool) {
 			t.heat(n, name, true)
 		}
 	}
-	if overflow {
-		w.rebuild()
-	} else {
+	if !overflow {
 		t.update(changed, moves)
+	}
+	if overflow || t.needScan {
+		w.rebuild()
 	}
 	return w.t.cost, w.t.names, w.t.tooDeep
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -130,10 +131,11 @@ func TestLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			var calls atomic.Int32
-			w := start(t, dir, Limits{Bytes: 1 << 20, Entries: 100}, func() { calls.Add(1) })
+			lim := Limits{Bytes: 1 << 20, Entries: 100}
 			if tc.name == "Depth" {
-				w.lim.Entries = 1000
+				lim.Entries = 1000 // only the depth is past its limit
 			}
+			w := start(t, dir, lim, func() { calls.Add(1) })
 			must(t, tc.do(dir))
 			deadline := time.Now().Add(2 * time.Second)
 			for calls.Load() == 0 && time.Now().Before(deadline) {
@@ -222,4 +224,69 @@ func TestSettleCountsQueuedWrites(t *testing.T) {
 	if w.Settle() {
 		t.Fatal("Settle reported a tree within its limit as past it")
 	}
+}
+
+// A write into a directory whose path changed again before the write's
+// events were read is measured once the later rename is read. The events
+// are handed to the account in reads split right after the write, as a
+// busy watcher reads them; CI saw the file's 64 KiB missed for good.
+func TestWriteBetweenRenamesSplitReads(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "x/y/z"), 0o755))
+	rootFd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(rootFd)
+	ifd := newInotify(rootFd)
+	if ifd < 0 {
+		t.Skip("no inotify or openat2")
+	}
+	defer unix.Close(ifd)
+	tr, err := newTree(rootFd, ifd)
+	must(t, err)
+	w := &Watcher{t: tr, ifd: ifd, rootFd: rootFd}
+	base := tr.cost
+	buf := make([]byte, 64<<10)
+	// The first rename and the file's creation are read and handled...
+	must(t, os.Rename(filepath.Join(dir, "x/y"), filepath.Join(dir, "moved")))
+	f, err := os.Create(filepath.Join(dir, "moved/z/f"))
+	must(t, err)
+	n, err := unix.Read(ifd, buf)
+	must(t, err)
+	w.handleLocked(buf[:n])
+	// ...then the file is written and its directory renamed again before
+	// the watcher reads the write's events.
+	_, err = f.Write(make([]byte, 64<<10))
+	must(t, err)
+	must(t, f.Close())
+	must(t, os.Rename(filepath.Join(dir, "moved"), filepath.Join(dir, "x/again")))
+	n, err = unix.Read(ifd, buf)
+	must(t, err)
+	split := -1
+	for off := 0; off+unix.SizeofInotifyEvent <= n; {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		name := cstring(buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)])
+		off += unix.SizeofInotifyEvent + int(ev.Len)
+		if name == "f" && ev.Mask&unix.IN_CLOSE_WRITE != 0 {
+			split = off
+			break
+		}
+	}
+	if split < 0 || split == n {
+		t.Fatalf("events not as expected: split at %d of %d bytes", split, n)
+	}
+	w.handleLocked(buf[:split])
+	w.handleLocked(buf[split:n])
+	if grown := tr.cost - base; grown < 64<<10 {
+		t.Fatalf("account grew %d bytes, want at least the 64 KiB file", grown)
+	}
+	if _, ok := tr.inodes[inoOf(t, filepath.Join(dir, "x/again/z/f"))]; !ok {
+		t.Fatal("the file written between the renames is not in the account")
+	}
+}
+
+func inoOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	must(t, unix.Lstat(path, &st))
+	return st.Ino
 }

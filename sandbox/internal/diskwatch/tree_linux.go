@@ -20,6 +20,10 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 // maxHot bounds the files kept as being written.
 const maxHot = 4096
 
+// maxPending bounds the names kept for directories that could not be
+// opened by their path yet; past it the account is rebuilt from a scan.
+const maxPending = 4096
+
 // node is a directory of the tree.
 type node struct {
 	wd       int // its inotify watch, -1 when none
@@ -57,6 +61,14 @@ type tree struct {
 	// still under way that other processes are making.
 	hot  map[*node]map[string]bool
 	nhot int
+	// pending are names changed in directories that could not be reached
+	// by their path when their events were read: an ancestor was renamed
+	// and its event is still queued. They are measured again at the next
+	// read, which brings that rename. needScan is set when there were too
+	// many to keep.
+	pending  map[*node]map[string]bool
+	npending int
+	needScan bool
 }
 
 // heat marks name in n as being written, or as done when on is false.
@@ -97,7 +109,8 @@ func newTree(rootFd, ifd int) (*tree, error) {
 	if err := unix.Fstat(rootFd, &st); err != nil {
 		return nil, err
 	}
-	t := &tree{rootFd: rootFd, dev: st.Dev, ifd: ifd, dirs: map[int]*node{}, inodes: map[uint64]*inode{}, hot: map[*node]map[string]bool{}}
+	t := &tree{rootFd: rootFd, dev: st.Dev, ifd: ifd, dirs: map[int]*node{}, inodes: map[uint64]*inode{},
+		hot: map[*node]map[string]bool{}, pending: map[*node]map[string]bool{}}
 	t.root = &node{wd: -1, ino: st.Ino, children: map[string]uint64{}}
 	in := &inode{cost: cost(&st), names: 1, dir: t.root}
 	t.inodes[st.Ino] = in
@@ -298,22 +311,56 @@ func (t *tree) update(changed map[*node]map[string]bool, moves []move) {
 			changed[n][name] = true
 		}
 	}
+	pending := t.pending
+	t.pending, t.npending = map[*node]map[string]bool{}, 0
+	for n, names := range pending {
+		if changed[n] == nil {
+			changed[n] = names
+			continue
+		}
+		for name := range names {
+			changed[n][name] = true
+		}
+	}
 	for n, names := range changed {
 		if n.wd < 0 && n != t.root {
 			continue // dropped while this read was handled
 		}
 		fd, depth, err := t.open(n)
-		if err != nil {
-			continue // moved or removed; its parent's events tell
-		}
 		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil && st.Ino == n.ino {
-			t.recharge(n.ino, &st) // the directory's own blocks
-			for name := range names {
-				t.reconcile(n, name, fd, depth)
-			}
+		if err == nil && (unix.Fstat(fd, &st) != nil || st.Ino != n.ino) {
+			unix.Close(fd)
+			err = unix.ESTALE
+		}
+		if err != nil {
+			// Moved, replaced or removed, and the event that says so is
+			// still queued: measure these names again after it.
+			t.retryLater(n, names)
+			continue
+		}
+		t.recharge(n.ino, &st) // the directory's own blocks
+		for name := range names {
+			t.reconcile(n, name, fd, depth)
 		}
 		unix.Close(fd)
+	}
+}
+
+// retryLater keeps names of n for the next read, or asks for a full scan when
+// too many are kept.
+func (t *tree) retryLater(n *node, names map[string]bool) {
+	if t.npending+len(names) > maxPending {
+		t.needScan = true
+		return
+	}
+	if t.pending[n] == nil {
+		t.pending[n] = map[string]bool{}
+	}
+	for name := range names {
+		if !t.pending[n][name] {
+			t.pending[n][name] = true
+			t.npending++
+		}
 	}
 }
 
