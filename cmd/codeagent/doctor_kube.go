@@ -23,6 +23,20 @@ func kubeDoctor(ctx context.Context, s stdio, bf *backendFlags) int {
 		}
 		return strings.Join(l, ", ")
 	}
+	if !r.Reached {
+		// Nothing past the connection is known: say so rather than print
+		// defaults that read as findings.
+		server := r.Server
+		if server == "" {
+			server = "not configured"
+		}
+		fmt.Fprintf(w, "cluster:           %s (not reached)\n", server)
+		fmt.Fprintf(w, "backend:           kubernetes\n")
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "missing: %s\n", p)
+		}
+		return exitFailure
+	}
 	fmt.Fprintf(w, "cluster:           %s (%s)\n", r.Server, r.Version)
 	fmt.Fprintf(w, "namespace:         %s\n", r.Namespace)
 	rc := none(r.RuntimeClasses, "none (the nodes' default runtime only)")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,29 @@ func TestExecSandboxUnavailable(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	code, out, _ := runCLI(t, "", "doctor")
 	if code != 0 || !strings.Contains(out, "backend:           namespace") || !strings.Contains(out, "network egress:    by allow list") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestDoctorKubeUnreachable: a cluster that does not answer is reported as
+// such, without the defaults of a probe that never ran (permissions "all
+// granted", no runtime classes), and the exit status says it is unusable.
+func TestDoctorKubeUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster: {server: \"https://" + addr +
+		"\", insecure-skip-tls-verify: true}\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\nusers:\n- name: u\n  user: {token: x}\n"
+	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "", "doctor", "--backend", "kubernetes", "--kubeconfig", kc)
+	if code == 0 || !strings.Contains(out, addr+" (not reached)") || !strings.Contains(out, "API server unreachable") ||
+		strings.Contains(out, "permissions:") || strings.Contains(out, "runtime classes:") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

@@ -16,6 +16,9 @@ type Report struct {
 	Server    string // API server address
 	Version   string // its version
 	Namespace string
+	// Reached is set when the API server answered; the fields below are
+	// only known then.
+	Reached bool
 	// RuntimeClasses are name (handler) pairs; RuntimeClassErr when they
 	// could not be listed.
 	RuntimeClasses  []string
@@ -73,7 +76,7 @@ func Probe(ctx context.Context, cfg Config) Report {
 		r.Problems = append(r.Problems, "API server unreachable: "+err.Error())
 		return r
 	}
-	r.Version = v.GitVersion
+	r.Version, r.Reached = v.GitVersion, true
 	if l, err := api.runtimeClasses().List(ctx, metav1.ListOptions{}); err != nil {
 		r.RuntimeClassErr = err.Error()
 	} else {
