@@ -3,6 +3,7 @@ package egress
 import (
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,8 +17,9 @@ import (
 
 // The proxy's cost, on the host's loopback (inside a sandbox the client
 // reaches the same listener on its own loopback): a 10 MiB download
-// direct and through the proxy, plain HTTP and HTTPS over CONNECT, and a
-// small request on a new connection each time.
+// direct, through a bare TCP relay (the floor under any proxy: a second
+// connection) and through the proxy, plain HTTP and HTTPS over CONNECT,
+// and a small request on a new connection each time.
 //
 //	go test ./egress -run '^$' -bench . -benchtime 2s
 
@@ -74,10 +76,12 @@ func BenchmarkDownload10MiB(b *testing.B) {
 	}
 	_, proxy := startProxy(b, Config{Network: sandbox.Network{Allow: []string{"plain.test", "secure.test"}, MaxBytes: 1 << 40,
 		Resolve: map[string]string{"plain.test": hp(plain), "secure.test": hp(secure)}}})
+	floor := startRelay(b, hp(plain))
 	for _, c := range []struct {
 		name, proxy, url string
 	}{
 		{"http/direct", "", plain.URL + "/big"},
+		{"http/relay-floor", "", "http://" + floor + "/big"},
 		{"http/proxy", proxy, "http://plain.test/big"},
 		{"https/direct", "", secure.URL + "/big"},
 		{"https/proxy-connect", proxy, "https://secure.test/big"},
@@ -94,6 +98,35 @@ func BenchmarkDownload10MiB(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+// startRelay is the floor under any proxy: a TCP relay to upstream with
+// nothing else, io.Copy (splice) both ways, no parsing, no policy, no count.
+func startRelay(b *testing.B, upstream string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", upstream)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c); closeWrite(up) }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return l.Addr().String()
 }
 
 func BenchmarkNewConnection(b *testing.B) {

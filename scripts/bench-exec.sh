@@ -42,4 +42,25 @@ for name, code in cases.items():
         bare.append(timed(a)); sb.append(timed(b))
     mb, ms = statistics.median(bare), statistics.median(sb)
     print(f"{name:<20} {mb:10.1f}ms {pct(bare,.1):6.1f}-{pct(bare,.9):<6.1f} {ms:10.1f}ms {pct(sb,.1):6.1f}-{pct(sb,.9):<6.1f} {ms-mb:6.1f}ms {ms/mb:6.2f}")
+# The floor under `exec` of `pass` without a process that outlives the call:
+# codeagent's own start (`version` does nothing else) and the cheapest bwrap
+# with the namespaces the sandbox needs, each paired with the bare run.
+if backend == "namespace":
+    # -c: the program file lies under /tmp, which the bwrap case hides.
+    floors = {"start of codeagent": [bin, "version"],
+              "bwrap --unshare-all": ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                                      "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", py, "-c", "pass"]}
+    print("floor of `pass`        bare median   this median  (codeagent: alone; bwrap: diff from bare)")
+    for name, argv in floors.items():
+        try:
+            timed(argv)
+        except (OSError, subprocess.CalledProcessError):
+            print(f"{name:<20} not measured: {argv[0]} did not run")
+            continue
+        bare, fl = [], []
+        for _ in range(runs):
+            bare.append(timed([py, "-c", "pass"])); fl.append(timed(argv))
+        mb, mf = statistics.median(bare), statistics.median(fl)
+        own = mf if name.startswith("start") else mf - mb
+        print(f"{name:<20} {mb:10.1f}ms {mf:12.1f}ms {own:+8.1f}ms")
 PYEOF
