@@ -311,15 +311,17 @@ func (t *tree) update(changed map[*node]map[string]bool, moves []move) {
 			changed[n][name] = true
 		}
 	}
-	pending := t.pending
-	t.pending, t.npending = map[*node]map[string]bool{}, 0
-	for n, names := range pending {
-		if changed[n] == nil {
-			changed[n] = names
-			continue
-		}
-		for name := range names {
-			changed[n][name] = true
+	if len(t.pending) > 0 {
+		pending := t.pending
+		t.pending, t.npending = map[*node]map[string]bool{}, 0
+		for n, names := range pending {
+			if changed[n] == nil {
+				changed[n] = names
+				continue
+			}
+			for name := range names {
+				changed[n][name] = true
+			}
 		}
 	}
 	for n, names := range changed {
