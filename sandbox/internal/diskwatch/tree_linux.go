@@ -69,6 +69,7 @@ type tree struct {
 	pending  map[*node]map[string]bool
 	npending int
 	needScan bool
+	relinks  int // directories moved in the account, ever
 }
 
 // heat marks name in n as being written, or as done when on is false.
@@ -155,6 +156,7 @@ func (t *tree) reconcile(n *node, name string, fd, depth int) {
 	}
 	if had && ino == st.Ino {
 		t.recharge(ino, &st)
+		t.rescan(ino, fd, name, depth)
 		return
 	}
 	if had {
@@ -172,6 +174,15 @@ func (t *tree) recharge(ino uint64, st *unix.Stat_t) {
 }
 
 func (t *tree) link(n *node, name string, fd int, st *unix.Stat_t, depth int) {
+	if in := t.inodes[st.Ino]; in != nil && ((in.dir != nil) != (st.Mode&unix.S_IFMT == unix.S_IFDIR) ||
+		in.dir != nil && t.within(n, in.dir)) {
+		// The account is behind in a way only a scan can mend: the inode
+		// number of an entry whose removal is still queued was reused for
+		// another kind of entry, or the directory is above its new parent
+		// (the events of several renames were read out of order).
+		t.needScan = true
+		return
+	}
 	n.children[name] = st.Ino
 	t.names++
 	if in := t.inodes[st.Ino]; in != nil {
@@ -187,7 +198,9 @@ func (t *tree) link(n *node, name string, fd int, st *unix.Stat_t, depth int) {
 			t.names--
 		}
 		in.dir.parent, in.dir.name = n, name
+		t.relinks++
 		t.recharge(st.Ino, st)
+		t.rescan(st.Ino, fd, name, depth)
 		return
 	}
 	in := &inode{cost: cost(st), names: 1}
@@ -207,6 +220,26 @@ func (t *tree) link(n *node, name string, fd int, st *unix.Stat_t, depth int) {
 		return // gone or replaced already; its parent's events follow
 	}
 	t.scan(child, cfd, depth+1)
+	unix.Close(cfd)
+}
+
+// rescan watches and lists directory ino, name in the directory open as fd,
+// if it has never been: link found it but it moved away before it could be
+// opened, and it is now seen again under name. Without this its contents
+// would stay out of the account for good.
+func (t *tree) rescan(ino uint64, fd int, name string, depth int) {
+	in := t.inodes[ino]
+	if in == nil || in.dir == nil || in.dir.wd >= 0 || t.ifd < 0 || t.watchFailed || depth+1 > MaxDepth {
+		return
+	}
+	cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Fstat(cfd, &st) == nil && st.Ino == ino {
+		t.scan(in.dir, cfd, depth+1)
+	}
 	unix.Close(cfd)
 }
 
@@ -242,12 +275,32 @@ func (t *tree) unlink(n *node, name string) {
 	}
 }
 
+// maxChain bounds any walk up the account's parents: a directory may be
+// moved deeper than MaxDepth, but not without bound, and a cycle (which the
+// account never makes on purpose) must not run the walk forever.
+const maxChain = 4 * MaxDepth
+
+// within reports whether directory p is d or lies below it in the account
+// (or the chain is too long to tell, which counts as below).
+func (t *tree) within(p, d *node) bool {
+	for i := 0; p != nil; p, i = p.parent, i+1 {
+		if p == d || i > maxChain {
+			return true
+		}
+	}
+	return false
+}
+
 // open opens directory n by its path from the root without following any
 // symbolic link, so that a program swapping a directory for a link cannot
 // make it look elsewhere. It also returns n's depth.
 func (t *tree) open(n *node) (int, int, error) {
 	var parts []string
 	for d := n; d.parent != nil; d = d.parent {
+		if len(parts) > maxChain {
+			t.needScan = true // a cycle, or deeper than the watcher goes
+			return -1, 0, unix.ELOOP
+		}
 		parts = append(parts, d.name)
 	}
 	depth := len(parts)
@@ -291,12 +344,17 @@ func (t *tree) update(changed map[*node]map[string]bool, moves []move) {
 		if !ok || in == nil || in.dir == nil {
 			continue
 		}
+		if t.within(m.to, in.dir) {
+			t.needScan = true // as in link: never a cycle in the account
+			continue
+		}
 		if cur, ok := m.to.children[m.toName]; ok && cur != ino {
 			t.unlink(m.to, m.toName) // an empty directory replaced by the rename
 		}
 		delete(m.from.children, m.fromName)
 		m.to.children[m.toName] = ino
 		in.dir.parent, in.dir.name = m.to, m.toName
+		t.relinks++
 	}
 	for n, names := range t.hot {
 		if n.wd < 0 && n != t.root {
@@ -311,19 +369,41 @@ func (t *tree) update(changed map[*node]map[string]bool, moves []move) {
 			changed[n][name] = true
 		}
 	}
-	if len(t.pending) > 0 {
-		pending := t.pending
-		t.pending, t.npending = map[*node]map[string]bool{}, 0
-		for n, names := range pending {
-			if changed[n] == nil {
-				changed[n] = names
-				continue
-			}
-			for name := range names {
-				changed[n][name] = true
-			}
+	for n, names := range t.takePending() {
+		if changed[n] == nil {
+			changed[n] = names
+			continue
+		}
+		for name := range names {
+			changed[n][name] = true
 		}
 	}
+	// A directory that could not be reached may become reachable in this
+	// same read, when another directory of it is relinked after it: then
+	// its names are measured again now, for there may be no next read.
+	for pass := 0; ; pass++ {
+		relinks := t.relinks
+		t.measure(changed)
+		if t.relinks == relinks || len(t.pending) == 0 || pass == 3 {
+			return
+		}
+		changed = t.takePending()
+	}
+}
+
+// takePending returns the names kept for later and keeps none.
+func (t *tree) takePending() map[*node]map[string]bool {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	p := t.pending
+	t.pending, t.npending = map[*node]map[string]bool{}, 0
+	return p
+}
+
+// measure reconciles the changed names of each directory with what is
+// there now.
+func (t *tree) measure(changed map[*node]map[string]bool) {
 	for n, names := range changed {
 		if n.wd < 0 && n != t.root {
 			continue // dropped while this read was handled
