@@ -21,6 +21,7 @@ func RunSecurity(t *testing.T, sb sandbox.Sandbox) {
 	t.Run("OutputFlood", func(t *testing.T) { outputFlood(t, sb) })
 	t.Run("DiskFill", func(t *testing.T) { diskFill(t, sb) })
 	t.Run("DiskLimit", func(t *testing.T) { diskLimit(t, sb) })
+	t.Run("RenameStorm", func(t *testing.T) { renameStorm(t, sb) })
 	t.Run("Daemon", func(t *testing.T) { daemon(t, sb) })
 	t.Run("HostFiles", func(t *testing.T) { hostFiles(t, sb) })
 	t.Run("Network", func(t *testing.T) { network(t, sb) })
