@@ -236,10 +236,30 @@ func (p *Policy) decide(host string, ip netip.Addr, port int) (Rule, string) {
 	return Rule{}, "not in the allow list"
 }
 
-// listed reports whether the address itself is in the allow list.
-func (p *Policy) listed(a netip.Addr) bool {
+// resolved decides the addresses a name admitted by decide resolved to:
+// every one must be public unless the address itself is listed with this
+// port (one non-public address refuses the name: a rebinding answer mixes
+// them). It returns the addresses to dial, or a refusal saying why.
+func (p *Policy) resolved(host string, addrs []netip.Addr, port int) ([]netip.AddrPort, string) {
+	out := make([]netip.AddrPort, 0, len(addrs))
+	for _, a := range addrs {
+		a = a.Unmap()
+		if kind := addrKind(a); kind != "" && !p.listed(a, port) {
+			return nil, fmt.Sprintf("%s resolves to %s, a %s address, which is reached only when listed itself with port %d", host, a, kind, port)
+		}
+		out = append(out, netip.AddrPortFrom(a, uint16(port)))
+	}
+	return out, ""
+}
+
+// listed reports whether the address itself is in the allow list with
+// port, by the rule that admits it as an IP literal: listing 127.0.0.1:8080
+// opens 127.0.0.1's port 8080 to names that resolve to it, not its other
+// ports (a rule without a port: 80 and 443).
+func (p *Policy) listed(a netip.Addr, port int) bool {
+	a = a.Unmap()
 	for _, r := range p.rules {
-		if r.ip.IsValid() && r.ip == a.Unmap() {
+		if r.ip.IsValid() && r.ip == a && r.portMatches(port) {
 			return true
 		}
 	}

@@ -74,6 +74,55 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestListedAddressOpensOnlyItsPorts: a listed IP address lifts the
+// refusal of names that resolve to it only on the ports listed with it, so
+// that allowing 127.0.0.1:8080 does not open the host's other local
+// services to every listed name that resolves to loopback.
+func TestListedAddressOpensOnlyItsPorts(t *testing.T) {
+	p, err := NewPolicy([]string{"127.0.0.1:8080", "10.0.0.5", "allowed.test:22", "allowed.test:8080", "allowed.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, private := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.5")
+	mapped := netip.MustParseAddr("::ffff:127.0.0.1")
+	cases := []struct {
+		addr netip.Addr
+		port int
+		why  string // "" when admitted
+	}{
+		{loop, 8080, ""},
+		{mapped, 8080, ""},
+		{loop, 22, "resolves to 127.0.0.1, a loopback address, which is reached only when listed itself with port 22"},
+		{mapped, 22, "resolves to 127.0.0.1"},
+		{loop, 80, "resolves to 127.0.0.1"},
+		{private, 80, ""}, // listed without a port: 80 and 443
+		{private, 443, ""},
+		{private, 8080, "resolves to 10.0.0.5, a private address"},
+		{private, 22, "resolves to 10.0.0.5, a private address"},
+	}
+	for _, c := range cases {
+		if _, why := p.decide("allowed.test", netip.Addr{}, c.port); why != "" {
+			t.Fatalf("allowed.test:%d: %s", c.port, why)
+		}
+		got, why := p.resolved("allowed.test", []netip.Addr{c.addr}, c.port)
+		switch {
+		case c.why == "" && (why != "" || len(got) != 1 || got[0] != netip.AddrPortFrom(c.addr.Unmap(), uint16(c.port))):
+			t.Errorf("%s:%d: %v, refused %q; want it admitted", c.addr, c.port, got, why)
+		case c.why != "" && (!strings.Contains(why, c.why) || got != nil):
+			t.Errorf("%s:%d: %v, refused %q; want refused with %q", c.addr, c.port, got, why, c.why)
+		}
+	}
+	// One address on an unlisted port refuses the name, as one private
+	// address among public ones does.
+	pub := netip.MustParseAddr("93.184.216.34")
+	if got, why := p.resolved("allowed.test", []netip.Addr{pub, loop}, 22); why == "" {
+		t.Errorf("a public and a loopback address on port 22: admitted %v", got)
+	}
+	if got, why := p.resolved("allowed.test", []netip.Addr{pub, loop}, 8080); why != "" || len(got) != 2 {
+		t.Errorf("a public and the listed address on its port: %v, refused %q", got, why)
+	}
+}
+
 func TestAddrKind(t *testing.T) {
 	for a, public := range map[string]bool{
 		"93.184.216.34": true, "2606:2800:220:1::": true, "8.8.8.8": true,

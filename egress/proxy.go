@@ -262,13 +262,9 @@ func (p *Proxy) admit(rec *record, rawHost string, port int) ([]netip.AddrPort, 
 		}
 		return nil, &refusal{502, fmt.Sprintf("%s does not resolve: %v", host, err)}
 	}
-	var out []netip.AddrPort
-	for _, a := range addrs {
-		a = a.Unmap()
-		if kind := addrKind(a); kind != "" && !p.policy.listed(a) {
-			return nil, &refusal{403, fmt.Sprintf("%s resolves to %s, a %s address, which is reached only when listed itself", host, a, kind)}
-		}
-		out = append(out, netip.AddrPortFrom(a, uint16(port)))
+	out, why := p.policy.resolved(host, addrs, port)
+	if why != "" {
+		return nil, &refusal{403, why}
 	}
 	return out, nil
 }

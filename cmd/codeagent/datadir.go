@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -19,9 +21,12 @@ func dataDirFlag(fs *flag.FlagSet) *string {
 }
 
 // resolveDataDir applies the default to the --data-dir value and returns
-// the directory's link-free path, created if missing. A symbolic link in
-// its path that a program could have made is refused: the store and the
-// sessions' workspaces would land wherever it points.
+// the directory's link-free path, created 0700 if missing. A symbolic link
+// in its path that a program could have made is refused: the store and the
+// sessions' workspaces would land wherever it points. The directory holds
+// every session's tasks and outputs, so one open to other users is made
+// 0700 when it is codeagent's own (a note on stderr says so) and refused
+// otherwise (store.SecureDir).
 func resolveDataDir(dir string, getenv func(string) string) (string, error) {
 	if dir == "" {
 		if x := getenv("XDG_DATA_HOME"); x != "" {
@@ -42,12 +47,26 @@ func resolveDataDir(dir string, getenv func(string) string) (string, error) {
 	if err != nil {
 		return "", usagef("data directory %s: %w", dir, err)
 	}
+	was, err := store.SecureDir(resolved, dbName)
+	var open *store.DirOpenError
+	if errors.As(err, &open) {
+		return "", usagef("data directory %v with --data-dir", err)
+	}
+	if err != nil {
+		return "", usagef("data directory: %w", err)
+	}
+	if was != 0 {
+		fmt.Fprintf(os.Stderr, "codeagent: data directory %s was open to other users (mode %04o): made it 0700\n", resolved, was)
+	}
 	return resolved, nil
 }
 
+// dbName is the store's file in the data directory.
+const dbName = "codeagent.db"
+
 // openStore opens the store of a data directory.
 func openStore(ctx context.Context, dir string) (*store.Store, error) {
-	return store.Open(ctx, filepath.Join(dir, "codeagent.db"))
+	return store.Open(ctx, filepath.Join(dir, dbName))
 }
 
 // openDataStore resolves --data-dir and opens its store.

@@ -3,11 +3,13 @@ package sandboxtest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -25,6 +27,7 @@ func RunEgress(t *testing.T, sb sandbox.Sandbox) {
 	t.Run("NoNetworkByDefault", func(t *testing.T) { egressDefault(t, sb) })
 	t.Run("Allowed", func(t *testing.T) { egressAllowed(t, sb) })
 	t.Run("Attacks", func(t *testing.T) { egressAttacks(t, sb) })
+	t.Run("ListedAddressPort", func(t *testing.T) { egressListedAddressPort(t, sb) })
 	t.Run("MaxBytes", func(t *testing.T) { egressMaxBytes(t, sb) })
 	t.Run("Pip", func(t *testing.T) { egressPip(t, sb) })
 }
@@ -202,6 +205,89 @@ attempt("resolve in the sandbox", lambda: socket.getaddrinfo("allowed.test", 80)
 	}
 	if n := len(res.Egress.Refused()); n < len(asks)+1 {
 		t.Errorf("%d refusals recorded, want %d: %+v", n, len(asks)+1, res.Egress.Connections)
+	}
+}
+
+// egressListedAddressPort attacks a listed address's other ports: with
+// 127.0.0.1:U listed, a listed name that resolves to 127.0.0.1 on port S
+// must not reach S (a local service the user did not list), by the name
+// or by the address; U still answers, by the address and by a name listed
+// with U.
+func egressListedAddressPort(t *testing.T, sb sandbox.Sandbox) {
+	open, shut := newUpstream(t), newUpstream(t)
+	es, ok := sb.(*egress.Sandbox)
+	if !ok {
+		t.Fatalf("%T is not the egress layer", sb)
+	}
+	rebind := *es // a DNS server that answers loopback for the test's names
+	rebind.Lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
+		if host == "rebind.test" || host == "good.test" {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}
+		return nil, fmt.Errorf("%s: no such host (the test's resolver)", host)
+	}
+	nw := &sandbox.Network{Allow: []string{fmt.Sprintf("127.0.0.1:%d", open.port),
+		fmt.Sprintf("rebind.test:%d", shut.port), fmt.Sprintf("good.test:%d", open.port)}}
+	attacks := map[string]string{
+		"name CONNECT":      fmt.Sprintf("CONNECT rebind.test:%d HTTP/1.1\r\n\r\n", shut.port),
+		"name GET":          fmt.Sprintf("GET http://rebind.test:%d/forbidden-name HTTP/1.1\r\nHost: rebind.test:%[1]d\r\n\r\n", shut.port),
+		"address CONNECT":   fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n", shut.port),
+		"address GET":       fmt.Sprintf("GET http://127.0.0.1:%d/forbidden-address HTTP/1.1\r\nHost: 127.0.0.1:%[1]d\r\n\r\n", shut.port),
+		"mapped address":    fmt.Sprintf("CONNECT [::ffff:127.0.0.1]:%d HTTP/1.1\r\n\r\n", shut.port),
+		"name, port listed": fmt.Sprintf("CONNECT rebind.test:%d HTTP/1.1\r\n\r\n", open.port), // the name is listed with S only
+	}
+	allowed := map[string]string{
+		"address": fmt.Sprintf("GET http://127.0.0.1:%d/by-address HTTP/1.1\r\nHost: 127.0.0.1:%[1]d\r\n\r\n", open.port),
+		"name":    fmt.Sprintf("GET http://good.test:%d/by-name HTTP/1.1\r\nHost: good.test:%[1]d\r\n\r\n", open.port),
+	}
+	var b strings.Builder
+	b.WriteString(`import json, socket
+res = {}
+def ask(name, raw, whole):
+    try:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+        s.sendall(raw.encode())
+        f = s.makefile("rb")
+        res[name] = (f.read() if whole else f.readline()).decode(errors="replace").strip()
+    except Exception as e:
+        res[name] = "error: %r" % e
+`)
+	for name, raw := range attacks {
+		fmt.Fprintf(&b, "ask(%q, %q, False)\n", name, raw)
+	}
+	for name, raw := range allowed {
+		fmt.Fprintf(&b, "ask(%q, %q, True)\n", name, raw)
+	}
+	b.WriteString("print(json.dumps(res))\n")
+	res := execute(t, &rebind, program{lang: "python", code: b.String(), net: nw, limits: sandbox.Limits{WallTime: 60e9}})
+	var out map[string]string
+	if err := json.Unmarshal(lastLine(res.Stdout), &out); err != nil {
+		t.Fatalf("%v: %s\nstderr: %s", err, res.Stdout, res.Stderr)
+	}
+	for name := range attacks {
+		if got := out[name]; !strings.HasPrefix(got, "HTTP/1.1 403 Forbidden (codeagent egress: ") {
+			t.Errorf("%s: %q, want a 403 from the proxy", name, got)
+		}
+	}
+	for name, path := range map[string]string{"address": "127.0.0.1:%d /by-address", "name": "good.test:%d /by-name"} {
+		if want := "egress-ok " + fmt.Sprintf(path, open.port); !strings.Contains(out[name], want) {
+			t.Errorf("%s on the listed port: %q, want %q", name, out[name], want)
+		}
+	}
+	// The host side: the listener on the unlisted port accepted nothing.
+	if n := shut.conns.Load(); n != 0 {
+		t.Errorf("the listener on the unlisted port %d accepted %d connections: %v", shut.port, n, shut.requests(""))
+	}
+	if n := len(open.requests("/by-")); n != len(allowed) {
+		t.Errorf("the listener on the listed port saw %v, want %d requests", open.requests(""), len(allowed))
+	}
+	if res.Egress == nil {
+		t.Fatal("no egress record")
+	}
+	for _, c := range res.Egress.Connections {
+		if c.Allowed && c.Port != open.port {
+			t.Errorf("allowed on port %d, which is not listed for 127.0.0.1: %+v", c.Port, c)
+		}
 	}
 }
 
