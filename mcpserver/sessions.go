@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -106,7 +105,7 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.ws != nil {
-		if err := os.RemoveAll(st.ws.Dir); err != nil {
+		if err := st.ws.Close(); err != nil { // a temporary workspace: removed, mounts below it kept
 			s.log.Warn("remove session workspace", "dir", st.ws.Dir, "err", err)
 		}
 		st.ws = nil

@@ -9,19 +9,35 @@ import (
 	"syscall"
 )
 
-// ErrSymlinkInPath is wrapped by ResolveWorkspace's error when a component
+// ErrSymlinkInPath is wrapped by ResolveDir's error when a component
 // of a workspace path is a symbolic link that codeagent may not follow.
 var ErrSymlinkInPath = errors.New("a component of the path is a symbolic link")
 
 // ResolveWorkspace returns the absolute, link-free form of a workspace
-// directory given by a caller. A sandboxed program can leave symbolic links
-// in its workspace (data -> /etc), so a later run given a path through one
-// would mount a host directory read-write: ResolveWorkspace refuses any
-// component that is a symbolic link, unless the link belongs to root (the
-// system's own layout, such as /home -> /srv/home; codeagent never runs a
-// program as host uid 0). Missing components are an error; the caller
-// creates the directory first if it wants one.
+// directory given by a caller, resolved as ResolveDir does, and refuses a
+// directory that must never be one (see CheckWorkspaceDir): whatever the
+// front door, no backend mounts /etc or a home read-write.
 func ResolveWorkspace(dir string) (string, error) {
+	resolved, err := ResolveDir(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := CheckWorkspaceDir(resolved); err != nil {
+		return "", fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	return resolved, nil
+}
+
+// ResolveDir returns the absolute, link-free form of an existing directory
+// given by a caller (a workspace, a data directory, $TMPDIR). A sandboxed
+// program can leave symbolic links in its workspace (data -> /etc), so a
+// later run given a path through one would mount a host directory
+// read-write: ResolveDir refuses any component that is a symbolic link,
+// unless the link belongs to root (the system's own layout, such as
+// /home -> /srv/home; codeagent never runs a program as host uid 0) and
+// lies outside every marked workspace. Missing components are an error;
+// the caller creates the directory first if it wants one.
+func ResolveDir(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("workspace %s: %w", dir, err)

@@ -110,6 +110,11 @@ func classify(err error) *apiError {
 		return &apiError{Status: http.StatusForbidden, Code: "network_not_allowed", Message: err.Error()}
 	case errors.As(err, &re):
 		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: "network.allow: " + err.Error()}
+	case errors.Is(err, sandbox.ErrUnsafeWorkspace):
+		// No request names a host directory: the server's own directory
+		// (its --data-dir) is where workspaces must not be. The log has it.
+		return &apiError{Status: http.StatusInternalServerError, Code: "unsafe_workspace",
+			Message: "the server keeps its workspaces in a directory that must not hold one (a system or home directory): the operator should give it another data directory"}
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
 	case errors.Is(err, sandbox.ErrSymlinkInPath):

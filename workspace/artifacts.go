@@ -76,7 +76,9 @@ type Skipped struct {
 // noise are directories that interpreters and test runners leave behind.
 var noise = map[string]bool{"__pycache__": true, ".pytest_cache": true, "node_modules": true}
 
-// Snapshot walks the workspace without following symbolic links.
+// Snapshot walks the workspace without following symbolic links, and
+// without descending into another file system mounted below it (such a
+// directory is in Skipped).
 func (w *Workspace) Snapshot(lim Limits) (Snapshot, error) {
 	lim = lim.withDefaults()
 	root, err := os.OpenRoot(w.Dir)
@@ -84,6 +86,10 @@ func (w *Workspace) Snapshot(lim Limits) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("workspace: %w", err)
 	}
 	defer root.Close()
+	mounts, err := newMountGuard(root)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("workspace: %w", err)
+	}
 	s := Snapshot{Files: map[string]FileState{}}
 	n := 0
 	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
@@ -105,6 +111,12 @@ func (w *Workspace) Snapshot(lim Limits) (Snapshot, error) {
 		case t.IsDir():
 			if noise[d.Name()] {
 				return fs.SkipDir
+			}
+			if other, err := mounts.elsewhere(rel, d); err != nil || other {
+				if other {
+					s.Skipped = append(s.Skipped, Skipped{rel, skippedMount})
+				}
+				return fs.SkipDir // or unreadable: leave it out
 			}
 			return nil
 		case t&fs.ModeSymlink != 0:
@@ -180,7 +192,9 @@ func (w *Workspace) Changes(before Snapshot, lim Limits, exclude func(rel string
 // (dst may lie inside the workspace: the program can replace it with a link
 // to a host directory), and everything below it is created through its
 // descriptor without following any link, so an artifact never lands outside
-// dst. At most maxTotal bytes are copied (0: the default).
+// dst. A dst that must not receive programs' files (/etc, a home directory
+// itself: see CheckWorkdir) is refused. At most maxTotal bytes are copied
+// (0: the default).
 func (w *Workspace) CopyOut(arts []Artifact, dst string, maxTotal int64) ([]string, error) {
 	if maxTotal <= 0 {
 		maxTotal = DefaultLimits().MaxTotal
@@ -190,6 +204,9 @@ func (w *Workspace) CopyOut(arts []Artifact, dst string, maxTotal int64) ([]stri
 		return nil, err
 	}
 	defer src.Close()
+	if err := CheckWorkdir(dst); err != nil {
+		return nil, fmt.Errorf("output directory %s: %w", dst, err)
+	}
 	outDir, err := MkdirAll(dst, 0o755)
 	if err != nil {
 		return nil, fmt.Errorf("output directory %s: %w", dst, err)
@@ -237,7 +254,7 @@ func copyOne(src, dst *os.File, rel string, left int64) (int64, error) {
 	// O_NOFOLLOW refuses a link as the last component, O_NONBLOCK keeps a
 	// FIFO from blocking, and the type is checked before anything is
 	// truncated.
-	out, err := openBeneath(dst, rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	out, err := openBeneath(dst, rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644, false)
 	if err != nil {
 		return 0, err
 	}

@@ -18,7 +18,7 @@ import (
 
 // Directories that codeagent creates or copies into are reached without
 // following links a program could have planted: the part of a path that a
-// user gave and that exists is resolved by sandbox.ResolveWorkspace (root's
+// user gave and that exists is resolved by sandbox.ResolveDir (root's
 // own layout links only, and none inside a workspace), and everything
 // codeagent creates beneath it is made and opened one component at a time
 // with O_NOFOLLOW, or with openat2's RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS.
@@ -31,9 +31,22 @@ func CheckDir(dir string) error {
 	return err
 }
 
+// CheckWorkdir is CheckDir for a directory that programs' files go to (a
+// workspace, an output directory): it also refuses, before anything is
+// created, a directory that must not be one, such as /etc or a home
+// directory itself (see sandbox.CheckWorkspaceDir; the error wraps
+// sandbox.ErrUnsafeWorkspace).
+func CheckWorkdir(dir string) error {
+	base, missing, err := resolveExisting(dir)
+	if err != nil {
+		return err
+	}
+	return sandbox.CheckWorkspaceDir(filepath.Join(append([]string{base}, missing...)...))
+}
+
 // MkdirAll returns the absolute, link-free path of the directory dir,
 // creating it and its missing parents with perm. The existing part is
-// resolved as sandbox.ResolveWorkspace does (its error wraps
+// resolved as sandbox.ResolveDir does (its error wraps
 // sandbox.ErrSymlinkInPath for a link a program could have made); the rest
 // is created beneath it without following any link.
 func MkdirAll(dir string, perm os.FileMode) (string, error) {
@@ -56,13 +69,13 @@ func resolveExisting(dir string) (string, []string, error) {
 	}
 	var missing []string
 	for p := abs; ; p = filepath.Dir(p) {
-		resolved, err := sandbox.ResolveWorkspace(p)
+		resolved, err := sandbox.ResolveDir(p)
 		if err == nil {
 			return resolved, missing, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) || p == "/" {
 			if inner := errors.Unwrap(err); inner != nil {
-				return "", nil, inner // without ResolveWorkspace's "workspace DIR:"
+				return "", nil, inner // without ResolveDir's "workspace DIR:"
 			}
 			return "", nil, fmt.Errorf("%s is not a directory", p)
 		}
@@ -176,23 +189,30 @@ func (e symlinkError) Unwrap() error { return sandbox.ErrSymlinkInPath }
 // openBeneath opens the slash-separated path rel beneath the directory d
 // with flags, following no symbolic link at any component (openat2 with
 // RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS; one O_NOFOLLOW openat per component
-// on kernels before 5.6).
-func openBeneath(d *os.File, rel string, flags int, perm os.FileMode) (*os.File, error) {
+// on kernels before 5.6). With sameMount it does not cross into another
+// file system mounted below d either (RESOLVE_NO_XDEV): reads of a
+// workspace reach only what its walks list.
+func openBeneath(d *os.File, rel string, flags int, perm os.FileMode, sameMount bool) (*os.File, error) {
 	if err := validRel(rel); err != nil {
 		return nil, err
 	}
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
 	how := &unix.OpenHow{Flags: uint64(flags), Mode: uint64(perm.Perm()),
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	if sameMount {
+		how.Resolve |= unix.RESOLVE_NO_XDEV
+	}
 	fd, err := unix.Openat2(int(d.Fd()), rel, how)
 	if errors.Is(err, unix.ENOSYS) {
-		fd, err = openWalk(int(d.Fd()), rel, flags, perm)
+		fd, err = openWalk(int(d.Fd()), rel, flags, perm, sameMount)
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrSymlinkInPath):
 		return nil, err
 	case errors.Is(err, unix.ELOOP):
 		return nil, fmt.Errorf("%s: %w, which codeagent does not follow", rel, sandbox.ErrSymlinkInPath)
+	case errors.Is(err, unix.EXDEV):
+		return nil, fmt.Errorf("%s: another file system is mounted on its way, which codeagent does not reach into: %w", rel, err)
 	case errors.As(err, new(*os.PathError)):
 		return nil, err
 	case err != nil:
@@ -201,7 +221,7 @@ func openBeneath(d *os.File, rel string, flags int, perm os.FileMode) (*os.File,
 	return os.NewFile(uintptr(fd), rel), nil
 }
 
-func openWalk(dirfd int, rel string, flags int, perm os.FileMode) (int, error) {
+func openWalk(dirfd int, rel string, flags int, perm os.FileMode, sameMount bool) (int, error) {
 	parts := strings.Split(rel, "/")
 	fd, own := dirfd, -1
 	defer func() {
@@ -209,6 +229,20 @@ func openWalk(dirfd int, rel string, flags int, perm os.FileMode) (int, error) {
 			unix.Close(own)
 		}
 	}()
+	var start mountID
+	onStart := func(fd int) bool { // with sameMount: fd is on d's mount
+		if !sameMount {
+			return true
+		}
+		id, err := mountOf(fd)
+		return err == nil && start.same(id)
+	}
+	if sameMount {
+		var err error
+		if start, err = mountOf(dirfd); err != nil {
+			return -1, err
+		}
+	}
 	for i, name := range parts[:len(parts)-1] {
 		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -218,6 +252,14 @@ func openWalk(dirfd int, rel string, flags int, perm os.FileMode) (int, error) {
 			unix.Close(own)
 		}
 		own, fd = next, next
+		if !onStart(fd) {
+			return -1, unix.EXDEV
+		}
 	}
-	return unix.Openat(fd, parts[len(parts)-1], flags, uint32(perm.Perm()))
+	last, err := unix.Openat(fd, parts[len(parts)-1], flags, uint32(perm.Perm()))
+	if err == nil && !onStart(last) {
+		unix.Close(last)
+		return -1, unix.EXDEV
+	}
+	return last, err
 }

@@ -18,13 +18,19 @@ type Usage struct {
 }
 
 // Usage walks the workspace without following links, stopping once it has
-// seen more than maxEntries entries.
+// seen more than maxEntries entries. A directory on which another file
+// system is mounted counts as one entry: what it holds is not the
+// workspace's.
 func (w *Workspace) Usage(maxEntries int) (Usage, error) {
 	root, err := os.OpenRoot(w.Dir)
 	if err != nil {
 		return Usage{}, fmt.Errorf("workspace: %w", err)
 	}
 	defer root.Close()
+	mounts, err := newMountGuard(root)
+	if err != nil {
+		return Usage{}, fmt.Errorf("workspace: %w", err)
+	}
 	var u Usage
 	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -43,6 +49,11 @@ func (w *Workspace) Usage(maxEntries int) (Usage, error) {
 		if d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil { // lstat
 				u.Bytes += fi.Size()
+			}
+		}
+		if d.IsDir() {
+			if other, err := mounts.elsewhere(rel, d); err != nil || other {
+				return fs.SkipDir
 			}
 		}
 		return nil

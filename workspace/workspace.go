@@ -37,6 +37,8 @@ type Workspace struct {
 // temporary directory when dir is "" (removed by Close). A component of dir
 // that is a symbolic link a program could have made is refused (see
 // MkdirAll): a link left by an earlier run would mount a host directory.
+// So is, before anything is created, a directory that must not be a
+// workspace, such as /etc or a home directory itself (see CheckWorkdir).
 func New(dir string) (*Workspace, error) {
 	if dir == "" {
 		base, err := TempDir()
@@ -47,6 +49,9 @@ func New(dir string) (*Workspace, error) {
 		// listing of a busy temporary directory need not delay a run.
 		sweepOnce.Do(func() { go func() { _, _ = SweepTemp(base, "codeagent-ws-") }() })
 		return NewTemp(base, "codeagent-ws-")
+	}
+	if err := CheckWorkdir(dir); err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	abs, err := MkdirAll(dir, 0o755)
 	if err != nil {
@@ -60,6 +65,9 @@ func New(dir string) (*Workspace, error) {
 // any link: every component is codeagent's own, so that a program cannot
 // redirect a session's workspace by replacing one of them.
 func NewBeneath(base, rel string) (*Workspace, error) {
+	if err := sandbox.CheckWorkspaceDir(filepath.Join(base, rel)); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
 	dir, err := MkdirBeneath(base, rel, 0o700)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
@@ -73,6 +81,9 @@ var sweepOnce sync.Once
 // this process's tag (see procid.Tag) in the link-free directory base;
 // Close removes it, and SweepTemp the ones a dead process left.
 func NewTemp(base, prefix string) (*Workspace, error) {
+	if err := sandbox.CheckWorkspaceDir(filepath.Join(base, procid.Prefix(prefix))); err != nil {
+		return nil, fmt.Errorf("create workspace: %w", err)
+	}
 	dir, err := MkdirTemp(base, procid.Prefix(prefix))
 	if err != nil {
 		return nil, fmt.Errorf("create workspace: %w", err)
@@ -84,7 +95,7 @@ func NewTemp(base, prefix string) (*Workspace, error) {
 // whose process is dead (killed before its Close), never one of a live
 // process. It returns how many it removed.
 func SweepTemp(base, prefix string) (int, error) {
-	return procid.Sweep(base, prefix, os.RemoveAll)
+	return procid.Sweep(base, prefix, RemoveAll)
 }
 
 // marked marks w's directory as a workspace (see sandbox.MarkWorkspace); a
@@ -92,7 +103,7 @@ func SweepTemp(base, prefix string) (int, error) {
 func marked(w *Workspace) (*Workspace, error) {
 	if err := sandbox.MarkWorkspace(w.Dir); err != nil && !errors.Is(err, syscall.ENOTSUP) {
 		if w.temp {
-			_ = os.RemoveAll(w.Dir)
+			_ = RemoveAll(w.Dir)
 		}
 		return nil, err
 	}
@@ -102,12 +113,13 @@ func marked(w *Workspace) (*Workspace, error) {
 // Temporary reports whether Close removes the directory.
 func (w *Workspace) Temporary() bool { return w.temp }
 
-// Close removes a temporary workspace; a kept one stays.
+// Close removes a temporary workspace, but nothing on another file system
+// mounted below it (see RemoveAll); a kept one stays.
 func (w *Workspace) Close() error {
 	if !w.temp {
 		return nil
 	}
-	return os.RemoveAll(w.Dir)
+	return RemoveAll(w.Dir)
 }
 
 var nameRE = lazyre.New(`^[A-Za-z0-9_][A-Za-z0-9._ +-]{0,199}$`)
@@ -216,7 +228,7 @@ func (w *Workspace) OpenRegular(rel string) (*os.File, os.FileInfo, error) {
 
 // openRegular opens rel beneath the directory d as OpenRegular does.
 func openRegular(d *os.File, rel string) (*os.File, os.FileInfo, error) {
-	f, err := openBeneath(d, rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openBeneath(d, rel, os.O_RDONLY|syscall.O_NONBLOCK, 0, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -84,6 +84,9 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 // runExec runs one program and returns its result. Live output goes to s
 // unless o.JSON is set.
 func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error) {
+	if err := checkWorkdir("workdir", o.Workdir); err != nil {
+		return sandbox.Result{}, err
+	}
 	code, language, err := readProgram(o, s.in)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -224,6 +227,8 @@ func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
 	var setup *sandbox.SetupError
 	switch {
 	case err == nil:
+	case isUsage(err):
+		return exitCodeFor(s.err, err)
 	case errors.As(err, &setup) || errors.Is(err, sandbox.ErrInvalidSpec):
 		res = sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}
 		code = exitSandbox

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
 )
@@ -52,14 +53,22 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
+// isUsage reports whether err is the caller's to fix (exit 2): a
+// usageError, or a directory refused as a workspace wherever it was found
+// (sandbox.ErrUnsafeWorkspace, also from a backend's own check, where it
+// comes inside a *sandbox.SetupError).
+func isUsage(err error) bool {
+	var ue usageError
+	return errors.As(err, &ue) || errors.Is(err, sandbox.ErrUnsafeWorkspace)
+}
+
 // exitCodeFor maps an error to an exit status and prints it on w.
 func exitCodeFor(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
 	printErr(w, "%v", err)
-	var ue usageError
-	if errors.As(err, &ue) {
+	if isUsage(err) {
 		return exitUsage
 	}
 	var held *store.LeaseHeldError

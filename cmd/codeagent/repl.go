@@ -54,12 +54,15 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 		return exitUsage
 	}
 	o.DataDir = *dataDir
+	if err := checkWorkdir("workdir", o.Workdir); err != nil {
+		return exitCodeFor(s.err, err)
+	}
 	err := runRepl(ctx, o, s)
 	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
 		return code
 	}
 	var se *sandbox.SetupError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) && !isUsage(err) {
 		printErr(s.err, "%v", err)
 		return exitSandbox
 	}

@@ -146,7 +146,11 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 	if o.FreshStartAfter == 0 {
 		o.FreshStartAfter = -1 // 0 on the command line means never
 	}
-	return nil
+	// Refused before the run: a refused directory would cost a whole run.
+	if err := checkWorkdir("workdir", o.Workdir); err != nil {
+		return err
+	}
+	return checkWorkdir("out", o.Out)
 }
 
 // runRun sets up the workspace, sandbox, checker and model, runs the agent
@@ -188,12 +192,6 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 			return nil, usagef("--test-file: %w", err)
 		}
 		testCode = string(b)
-	}
-	if o.Out != "" {
-		// Refused early too: a link planted in --out would cost a whole run.
-		if err := workspace.CheckDir(o.Out); err != nil {
-			return nil, usagef("--out %s: %w", o.Out, err)
-		}
 	}
 	if err := checkInputs(o.Files); err != nil {
 		return nil, err
@@ -370,7 +368,7 @@ func runExit(s stdio, o runOptions, res *agent.Result, err error) int {
 	}
 	var setup *sandbox.SetupError
 	switch {
-	case errors.As(err, &setup):
+	case errors.As(err, &setup) && !isUsage(err):
 		printErr(s.err, "%v", err)
 		return exitSandbox
 	case err != nil:
