@@ -167,6 +167,11 @@ os.symlink(%q, "sessions/s1/workspace")
 		if code, stdout, stderr := runBinary(t, "", nil, "exec", "--backend", backend, "--workdir", data, plant); code != 0 {
 			t.Fatalf("run 1: exit %d\n%s%s", code, stdout, stderr)
 		}
+		// Private, as a data directory must be (else it is refused for
+		// that first): the link is what is tried here.
+		if err := os.Chmod(data, 0o700); err != nil {
+			t.Fatal(err)
+		}
 		_, flags := modelServer(t, pyAnswer(pwn))
 		args := append(append([]string{"run", "--backend", backend, "--data-dir", data, "--session", "s1"}, flags...), "--no-verify", "write a file")
 		code, stdout, stderr := runBinary(t, "", nil, args...)
