@@ -50,6 +50,7 @@ const (
 	// before the kernel is killed.
 	interruptGrace = time.Second
 	writeTimeout   = 5 * time.Second
+	syncTimeout    = time.Minute
 	endTimeout     = 10 * time.Second
 )
 
@@ -301,6 +302,11 @@ func (k *Kernel) Exec(ctx context.Context, c Cell) (Result, error) {
 		k.lastUsed = time.Now()
 		k.mu.Unlock()
 	}()
+	// Changes others made to the workspace since the last cell reach the
+	// kernel's copy of it first (see sandbox.Syncer).
+	if err := k.sync(ctx); err != nil {
+		return Result{}, &sandbox.SetupError{Reason: "bring the kernel's copy of the workspace up to date", Err: err}
+	}
 	u0 := k.Usage()
 	start := time.Now()
 	deadline := time.NewTimer(timeout)
@@ -341,7 +347,34 @@ func (k *Kernel) Exec(ctx context.Context, c Cell) (Result, error) {
 	default:
 		k.waitEnded()
 	}
-	return k.result(cs, interrupted, timeout, start, u0, overDisk), nil
+	res := k.result(cs, interrupted, timeout, start, u0, overDisk)
+	if k.Alive() {
+		// The cell's files reach the workspace before its result.
+		if err := k.sync(ctx); err != nil {
+			note := "the cell's files did not all reach the workspace: " + err.Error()
+			if res.Message != "" {
+				note = res.Message + "; " + note
+			}
+			res.Message = note
+		}
+	}
+	return res, nil
+}
+
+// sync brings the kernel's copy of its workspace and the workspace up to
+// date with each other, where the sandbox gives the kernel a copy.
+func (k *Kernel) sync(ctx context.Context) error {
+	r := k.running.Load()
+	if r == nil {
+		return nil
+	}
+	s, ok := (*r).(sandbox.Syncer)
+	if !ok || !k.Alive() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
+	defer cancel()
+	return s.Sync(ctx)
 }
 
 // diskExceeded reports whether the kernel's sandbox, counting every write

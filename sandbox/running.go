@@ -1,6 +1,9 @@
 package sandbox
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Running is a handle on a program while it runs (see Spec.Started).
 type Running interface {
@@ -16,6 +19,22 @@ type Running interface {
 // kernel's cell) asks before it takes the part's own end for its verdict.
 type DiskSettler interface {
 	DiskExceeded() bool
+}
+
+// Syncer is implemented by the Running handle of a program with
+// Spec.LiveWorkspace whose workspace is a copy of its own (the namespace
+// backend run as root: the copy lies on a file system of the disk limit's
+// size). Sync brings the copy and Spec.Workspace up to date with each
+// other: the program's changes since the last Sync reach the workspace,
+// and changes others made to the workspace reach the copy; where both
+// changed an entry, the later change wins, and a removal never takes the
+// other side's change with it. Every process of the sandbox is stopped
+// while it works, and the workspace locked against codeagent's other
+// writers. A caller syncs at quiet points: a kernel before and after each
+// cell. An error leaves both sides usable; ctx bounds the wait for the
+// workspace's lock.
+type Syncer interface {
+	Sync(ctx context.Context) error
 }
 
 // Usage is a running sandbox's consumption.

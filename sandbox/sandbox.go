@@ -68,12 +68,14 @@ type Spec struct {
 	// on it that is valid until Run returns. Backends that cannot offer
 	// one do not call it.
 	Started func(Running)
-	// LiveWorkspace asks that the program's writes reach Workspace as
-	// they happen, for a long-lived program whose files are read while it
-	// runs (a kernel's figures). The namespace backend then binds the
-	// workspace itself instead of an overlay merged at the end, so its
-	// disk limit rests on the disk watcher; the Docker backend copies
-	// writes back at the end all the same.
+	// LiveWorkspace asks that the program's writes reach Workspace while
+	// it runs, for a long-lived program whose files are read meanwhile (a
+	// kernel's). Run as root, the namespace backend gives it a copy of the
+	// workspace on a file system of the disk limit's size and offers
+	// Syncer on its Running handle; where it cannot (run by an ordinary
+	// user, no loop devices), it binds the workspace itself and its disk
+	// limit rests on the disk watcher. The Docker and Kubernetes backends
+	// copy writes back at the end all the same.
 	LiveWorkspace bool
 	// Network, when set, lets the program reach the hosts it allows
 	// through codeagent's proxy; nil (the default) is no network. Gateway

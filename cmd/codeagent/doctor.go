@@ -62,7 +62,11 @@ func printDoctor(w io.Writer, r namespace.Report) {
 	fmt.Fprintf(w, "CPU limit by:      %s\n", r.CPULimit)
 	fmt.Fprintf(w, "disk limit by:     %s\n", r.DiskLimit)
 	fmt.Fprintf(w, "running as root:   %s\n", yes(r.Root))
-	fmt.Fprintf(w, "programs run as:   host uid %d (%s)\n", r.ProgramUID, r.ProgramUIDNote)
+	if r.ProgramUIDCount > 1 {
+		fmt.Fprintf(w, "programs run as:   host uids %d-%d (%s)\n", r.ProgramUID, r.ProgramUID+r.ProgramUIDCount-1, r.ProgramUIDNote)
+	} else {
+		fmt.Fprintf(w, "programs run as:   host uid %d (%s)\n", r.ProgramUID, r.ProgramUIDNote)
+	}
 	fmt.Fprintf(w, "network egress:    %s\n", egressSupport(r.Root))
 	backend := "namespace (bubblewrap)"
 	if !r.Usable {

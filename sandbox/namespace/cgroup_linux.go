@@ -296,7 +296,9 @@ func sweepStale(parent string) {
 		switch {
 		case tagged && !alive:
 			// Processes killed with their owner may take a while to exit
-			// (their mount namespace, with its file systems, goes last).
+			// (their mount namespace, with its file systems, goes last);
+			// frozen ones (a kernel stopped for a sync) only once thawed.
+			thawDir(dir)
 			killProcs(filepath.Join(dir, "cgroup.procs"))
 			_ = removeDirWithin(dir, 5000)
 		case tagged:

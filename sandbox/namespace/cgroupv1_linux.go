@@ -4,6 +4,7 @@ package namespace
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 // cpuacct. Controllers mounted together (cpu,cpuacct) share a directory.
 type cgroupV1 struct {
 	parents map[string]string // controller -> .../codeagent directory
+	freezer string            // the freezer's .../codeagent directory, "" without one
 }
 
 var v1Controllers = []string{"memory", "pids", "cpu", "cpuacct"}
@@ -47,6 +49,7 @@ func newCgroupV1(mounts []mountInfo, self map[string]string) (*cgroupV1, error) 
 			return nil, fmt.Errorf("no %s controller mounted", ctrl)
 		}
 	}
+	c.freezer = v1FreezerParent(mounts, self)
 	return c, nil
 }
 
@@ -54,7 +57,11 @@ func (c *cgroupV1) Version() int { return 1 }
 
 func (c *cgroupV1) Sweep() {
 	done := map[string]bool{}
-	for _, parent := range c.parents {
+	parents := slices.Collect(maps.Values(c.parents))
+	if c.freezer != "" {
+		parents = append(parents, c.freezer)
+	}
+	for _, parent := range parents {
 		if !done[parent] {
 			done[parent] = true
 			sweepStale(parent)
@@ -64,7 +71,7 @@ func (c *cgroupV1) Sweep() {
 
 func (c *cgroupV1) New(lim cgroupLimits) (runCgroup, error) {
 	id := runCgroupID()
-	r := &v1Run{id: id, dirs: map[string]string{}}
+	r := &v1Run{id: id, dirs: map[string]string{}, freezerParent: c.freezer}
 	made := map[string]bool{}
 	for ctrl, parent := range c.parents {
 		dir := filepath.Join(parent, id)
@@ -89,6 +96,9 @@ func (c *cgroupV1) New(lim cgroupLimits) (runCgroup, error) {
 type v1Run struct {
 	id   string
 	dirs map[string]string
+	// freezerParent is the freezer hierarchy's codeagent directory;
+	// freezer the run's group in it, once JoinFreezer made it.
+	freezerParent, freezer string
 }
 
 // Add writes pid to every hierarchy at once: each move waits for an RCU
@@ -190,8 +200,16 @@ func (r *v1Run) Kill() {
 }
 
 func (r *v1Run) Destroy() error {
+	if r.freezer != "" {
+		_ = r.Thaw() // a frozen process cannot die
+	}
 	r.Kill()
 	var first error
+	if r.freezer != "" {
+		if err := removeDir(r.freezer); err != nil {
+			first = err
+		}
+	}
 	for dir := range r.uniqueDirs() {
 		if err := removeDir(dir); err != nil && first == nil {
 			first = err

@@ -113,6 +113,7 @@ func (r *v2Run) Kill() {
 }
 
 func (r *v2Run) Destroy() error {
+	_ = r.Thaw() // a frozen process cannot die
 	r.Kill()
 	return removeDir(r.dir)
 }

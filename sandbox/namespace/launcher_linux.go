@@ -28,6 +28,11 @@ import (
 type launcher struct {
 	key     string
 	cmd     *exec.Cmd
+	// uid is the host uid (and gid) of the sandbox when root, its own
+	// among the sandboxes of this host (see hostids), -1 otherwise;
+	// releaseUID gives it back once nothing of the sandbox is left.
+	uid        int
+	releaseUID func()
 	cg      runCgroup     // nil without cgroups
 	moved   chan struct{} // closed when the move into cg is done
 	moveErr error
@@ -65,7 +70,15 @@ func (b *Backend) dataFiles(spec sandbox.Spec) int {
 
 // newLauncher starts bwrap for spec's command and number of files.
 func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
-	l := &launcher{key: b.launcherKey(spec), moved: make(chan struct{})}
+	l := &launcher{key: b.launcherKey(spec), moved: make(chan struct{}), uid: -1}
+	if b.asRoot() {
+		uid, err := b.ids.Acquire()
+		if err != nil {
+			return nil, err
+		}
+		l.uid, l.releaseUID = uid, func() { b.ids.Release(uid) }
+		b.prepareIdmap(uid)
+	}
 	// The cgroup is made while bwrap starts: creating a group in each v1
 	// hierarchy costs about 2 ms here, as much as the rest of the start.
 	cgc := b.newCgroupAsync()
@@ -142,7 +155,7 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 		// A private mount namespace with the minimal root (for the
 		// workspace mount, see attachWorkspace) and a network namespace
 		// of its own, then the backend's own uid.
-		id := uint32(b.hostUID)
+		id := uint32(l.uid)
 		l.cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}
 		l.endThread, err = b.startInMinimalRoot(l.cmd)
 	} else {
@@ -299,21 +312,30 @@ func (l *launcher) discard() {
 			// Its last processes are still exiting (under load, or with a
 			// mount namespace to tear down): try again for a while rather
 			// than leave the group for the life of this process.
-			go destroyLater(l.cg, l.live)
+			go destroyLater(l.cg, l.live, l.releaseUID)
+			return
 		} else if l.live != nil {
 			l.live.Add(-1)
 		}
 	}
+	if l.releaseUID != nil {
+		l.releaseUID()
+	}
 }
 
 // destroyLater retries cg.Destroy for up to a minute, then gives up: the
-// next start of codeagent sweeps what is left (see sweepStale).
-func destroyLater(cg runCgroup, live *atomic.Int64) {
+// next start of codeagent sweeps what is left (see sweepStale). The
+// sandbox's host uid is given back (release, when not nil) only once its
+// group is empty and gone; else it stays taken for this process's life.
+func destroyLater(cg runCgroup, live *atomic.Int64, release func()) {
 	for i := 0; i < 120; i++ {
 		time.Sleep(500 * time.Millisecond)
 		if cg.Destroy() == nil {
 			if live != nil {
 				live.Add(-1)
+			}
+			if release != nil {
+				release()
 			}
 			return
 		}

@@ -3,6 +3,7 @@
 package namespace
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -12,16 +13,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox/internal/sparse"
+	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
 
 // mergeUpper brings the workspace up to date with the upper layer of the
 // overlay its program ran on, once every process of the sandbox is gone:
-// afterwards the workspace holds what the program saw at /workspace.
+// afterwards the workspace holds what the program saw at /workspace, with
+// owners and modes by package wsperm's rule.
 //
 // The upper layer holds what the program changed, in overlayfs's format:
 // new and changed entries (a changed file was copied up whole), whiteouts
@@ -34,62 +36,57 @@ import (
 // Renamed directories are moved first, deepest first, into a holding
 // directory of the workspace, since their paths are those of the workspace
 // before the run; the upper layer is then applied from the top: whiteouts
-// remove, directories are kept, made or moved into place from the holding
-// directory, and files, symbolic links and FIFOs are written anew (under a
-// temporary name, then renamed over the old entry, so that other hard links
-// of a file the program changed keep the old content, as they did in the
-// overlay). Hard links between the program's files are kept. Entries get
-// their permission bits (no setuid, setgid or sticky bit), times and the
-// program's uid; no extended attribute, owner or device reaches the
-// workspace. Every path is opened below a descriptor, one component at a
-// time, without following links (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), and
-// never crosses into another mount.
+// remove, directories are kept (an opaque one emptied), made or moved into
+// place from the holding directory, and files, symbolic links and FIFOs
+// are written anew (under a temporary name, then renamed over the old
+// entry, so that other hard links of a file the program changed keep the
+// old content, as they did in the overlay). Hard links between the
+// program's files are kept. An existing entry keeps its owner, group and
+// extended attributes (a rewritten file gets its predecessor's, less file
+// capabilities); new entries belong to the workspace's owner; modes follow
+// wsperm; the workspace directory itself is left as it is. No device,
+// socket, setuid, setgid or sticky bit reaches the workspace. It works in
+// the workspace as inWorkspace says: by descriptors, confined to it, under
+// its lock.
 //
 // A run that wrote nothing costs one read of the upper directory.
-func mergeUpper(upper, ws *os.File, uid int) error {
+func mergeUpper(upper, ws *os.File) error {
 	root, err := readUpper(int(upper.Fd()))
 	if err != nil {
 		return fmt.Errorf("read the upper layer: %w", err)
 	}
-	wfd, err := openBeneath(int(ws.Fd()), "") // ws is O_PATH
-	if err != nil {
-		return err
-	}
-	defer unix.Close(wfd)
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	m := &merger{ws: wfd, uid: uid, links: map[uint64]string{}, tempPrefix: ".codeagent-tmp-" + hex.EncodeToString(rnd[:]) + "-"}
-	var wst unix.Stat_t
-	if err := unix.Fstat(m.ws, &wst); err != nil {
-		return err
-	}
 	if len(root.children) == 0 {
-		if wst.Mode&0o777 != root.st.Mode&0o777 {
-			return unix.Fchmod(m.ws, root.st.Mode&0o777)
-		}
 		return nil
 	}
 	if err := root.resolveLower("", true); err != nil {
 		return err
 	}
-	if err := m.holdOrigins(root); err != nil {
-		return err
-	}
-	if err := m.applyChildren(root, int(upper.Fd()), m.ws, "", false); err != nil {
-		return err
-	}
-	if m.hold != "" {
-		if err := removeAllAt(m.ws, m.hold); err != nil {
+	return inWorkspace(context.Background(), int(ws.Fd()), func(wfd int) error {
+		var wst unix.Stat_t
+		if err := unix.Fstat(wfd, &wst); err != nil {
 			return err
 		}
-	}
-	return errors.Join(unix.Fchmod(m.ws, root.st.Mode&0o777), setTimes(m.ws, "", &root.st))
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		m := &merger{ws: wfd, root: wsperm.NewRoot(wst.Uid, wst.Gid, wst.Mode), links: map[uint64]string{},
+			tempPrefix: ".codeagent-tmp-" + hex.EncodeToString(rnd[:]) + "-"}
+		if err := m.holdOrigins(root); err != nil {
+			return err
+		}
+		if err := m.applyChildren(root, int(upper.Fd()), m.ws, "", false, &wst); err != nil {
+			return err
+		}
+		if m.hold != "" {
+			return removeAllAt(m.ws, m.hold)
+		}
+		return nil
+	})
 }
 
 // merger applies an upper layer to the workspace open as ws.
 type merger struct {
 	ws    int
-	uid   int
+	root  wsperm.Root       // the workspace directory: owners and modes of new entries
 	hold  string            // the holding directory's name in ws, once made
 	links map[uint64]string // upper inode of a file with hard links: its first path in ws
 
@@ -171,22 +168,24 @@ func (m *merger) holdOrigins(root *upperEntry) error {
 }
 
 // applyChildren applies the entries of upper directory e, open as ufd, to
-// the workspace's directory open as wfd, at rel; fresh says that the merge
-// made that directory, so that it is empty.
-func (m *merger) applyChildren(e *upperEntry, ufd, wfd int, rel string, fresh bool) error {
+// the workspace's directory open as wfd (described by dst), at rel; fresh
+// says that the merge made that directory, so that it is empty.
+func (m *merger) applyChildren(e *upperEntry, ufd, wfd int, rel string, fresh bool, dst *unix.Stat_t) error {
 	for _, c := range e.children {
-		if err := m.apply(c, ufd, wfd, path.Join(rel, c.name), fresh); err != nil {
+		if err := m.apply(c, ufd, wfd, path.Join(rel, c.name), fresh, dst); err != nil {
 			return fmt.Errorf("%s: %w", path.Join(rel, c.name), err)
 		}
 	}
 	return nil
 }
 
-func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string, fresh bool) error {
+// apply applies upper entry c of directory ufd to the workspace's
+// directory wfd, described by parent.
+func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string, fresh bool, parent *unix.Stat_t) error {
 	var cur unix.Stat_t
 	exists := !fresh && unix.Fstatat(wfd, c.name, &cur, unix.AT_SYMLINK_NOFOLLOW) == nil
-	curDir := exists && cur.Mode&unix.S_IFMT == unix.S_IFDIR
-	perm := c.st.Mode & 0o777
+	kind := cur.Mode & unix.S_IFMT
+	curDir := exists && kind == unix.S_IFDIR
 	switch c.st.Mode & unix.S_IFMT {
 	case unix.S_IFCHR:
 		if c.whiteout && exists {
@@ -194,64 +193,19 @@ func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string, fresh bool) erro
 		}
 		return nil // a device: never made
 	case unix.S_IFDIR:
-		made := false
-		switch {
-		case c.held != "":
-			if exists {
-				if err := removeAllAt(wfd, c.name); err != nil {
-					return err
-				}
-			}
-			hold, err := openBeneath(m.ws, m.hold)
-			if err != nil {
-				return err
-			}
-			err = unix.Renameat(hold, c.held, wfd, c.name)
-			unix.Close(hold)
-			if err != nil {
-				return err
-			}
-		case c.opaque || !c.hasLower || !curDir:
-			if exists {
-				if err := removeAllAt(wfd, c.name); err != nil {
-					return err
-				}
-			}
-			if err := unix.Mkdirat(wfd, c.name, 0o700); err != nil {
-				return err
-			}
-			made = true
-		}
-		sub, err := openDirAt(wfd, c.name)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(sub)
-		usub, err := openDirAt(ufd, c.name)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(usub)
-		if err := m.applyChildren(c, usub, sub, rel, made); err != nil {
-			return err
-		}
-		return errors.Join(unix.Fchown(sub, m.uid, m.uid), unix.Fchmod(sub, perm), setTimes(sub, "", &c.st))
+		return m.applyDir(c, ufd, wfd, rel, exists, curDir, &cur, parent)
 	case unix.S_IFREG:
 		if c.st.Nlink > 1 {
 			if first, ok := m.links[c.st.Ino]; ok {
 				return m.link(first, wfd, c.name, exists, curDir)
 			}
 		}
+		old := &cur
+		if !exists || kind != unix.S_IFREG {
+			old = nil
+		}
 		err := m.put(wfd, c.name, exists, curDir, func(name string) error {
-			fd, err := unix.Openat(wfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-			if err != nil {
-				return err
-			}
-			err = m.fill(ufd, c, fd)
-			if cerr := unix.Close(fd); err == nil {
-				err = cerr
-			}
-			return err
+			return m.writeFile(ufd, c, wfd, name, old, parent)
 		})
 		if err == nil && c.st.Nlink > 1 {
 			m.links[c.st.Ino] = rel
@@ -262,22 +216,165 @@ func (m *merger) apply(c *upperEntry, ufd, wfd int, rel string, fresh bool) erro
 		if err != nil {
 			return err
 		}
+		uid, gid := m.root.NewOwner(parent.Mode, int(parent.Gid))
+		if exists && kind == unix.S_IFLNK {
+			uid, gid = int(cur.Uid), int(cur.Gid)
+		}
 		return m.put(wfd, c.name, exists, curDir, func(name string) error {
 			if err := unix.Symlinkat(target, wfd, name); err != nil {
 				return err
 			}
-			return errors.Join(unix.Fchownat(wfd, name, m.uid, m.uid, unix.AT_SYMLINK_NOFOLLOW), setTimes(wfd, name, &c.st))
+			return errors.Join(unix.Fchownat(wfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW), setTimes(wfd, name, &c.st))
 		})
-	case unix.S_IFIFO, unix.S_IFSOCK:
+	case unix.S_IFIFO:
+		uid, gid := m.root.NewOwner(parent.Mode, int(parent.Gid))
+		mode := m.root.NewMode(c.st.Mode, false, parent.Mode)
 		return m.put(wfd, c.name, exists, curDir, func(name string) error {
-			if err := unix.Mknodat(wfd, name, c.st.Mode&unix.S_IFMT|perm, 0); err != nil {
+			// Its mode is given at creation (the umask is 0): nothing
+			// changes a mode by name.
+			if err := unix.Mknodat(wfd, name, unix.S_IFIFO|mode, 0); err != nil {
 				return err
 			}
-			return errors.Join(unix.Fchownat(wfd, name, m.uid, m.uid, unix.AT_SYMLINK_NOFOLLOW),
-				unix.Fchmodat(wfd, name, perm, 0), setTimes(wfd, name, &c.st))
+			return errors.Join(unix.Fchownat(wfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW), setTimes(wfd, name, &c.st))
 		})
 	}
-	return nil
+	return nil // sockets and devices stay behind
+}
+
+// applyDir applies upper directory c: a renamed one is moved into place,
+// an opaque one replaces what the workspace has there (an existing
+// directory is emptied, keeping its owner, mode and attributes), a new one
+// is made; then its entries are applied, and its mode and times set.
+func (m *merger) applyDir(c *upperEntry, ufd, wfd int, rel string, exists, curDir bool, cur, parent *unix.Stat_t) error {
+	made := false
+	switch {
+	case c.held != "":
+		if exists {
+			if err := removeAllAt(wfd, c.name); err != nil {
+				return err
+			}
+		}
+		hold, err := openBeneath(m.ws, m.hold)
+		if err != nil {
+			return err
+		}
+		err = unix.Renameat(hold, c.held, wfd, c.name)
+		unix.Close(hold)
+		if err != nil {
+			return err
+		}
+	case curDir && c.opaque:
+		if err := emptyDirAt(wfd, c.name); err != nil {
+			return err
+		}
+	case !curDir:
+		if exists {
+			if err := removeAllAt(wfd, c.name); err != nil {
+				return err
+			}
+		}
+		if err := unix.Mkdirat(wfd, c.name, m.root.NewMode(c.st.Mode, true, parent.Mode)); err != nil {
+			return err
+		}
+		made = true
+	}
+	sub, err := openDirAt(wfd, c.name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sub)
+	var st unix.Stat_t
+	if err := unix.Fstat(sub, &st); err != nil {
+		return err
+	}
+	var modeErr error
+	if made {
+		uid, gid := m.root.NewOwner(parent.Mode, int(parent.Gid))
+		modeErr = unix.Fchown(sub, uid, gid)
+	} else if mode := m.root.ChangedMode(st.Mode, c.st.Mode, true, false); mode != st.Mode&0o7777 {
+		modeErr = unix.Fchmod(sub, mode)
+	}
+	if modeErr != nil {
+		return modeErr
+	}
+	usub, err := openDirAt(ufd, c.name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(usub)
+	if err := m.applyChildren(c, usub, sub, rel, made, &st); err != nil {
+		return err
+	}
+	return setTimes(sub, "", &c.st)
+}
+
+// writeFile makes name of wfd a copy of upper file c of ufd, holes kept:
+// with old (the entry it replaces, or nil) its owner, group, extended
+// attributes and mode by wsperm.ChangedMode, else those of a new entry in
+// parent.
+func (m *merger) writeFile(ufd int, c *upperEntry, wfd int, name string, old, parent *unix.Stat_t) error {
+	uid, gid := m.root.NewOwner(parent.Mode, int(parent.Gid))
+	mode := m.root.NewMode(c.st.Mode, false, parent.Mode)
+	if old != nil {
+		// Written in any case: the content is the program's, whatever its
+		// size and times say, so no setuid or setgid bit survives.
+		uid, gid, mode = int(old.Uid), int(old.Gid), m.root.ChangedMode(old.Mode, c.st.Mode, false, true)
+	}
+	fd, err := unix.Openat(wfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if c.st.Size > 0 {
+		if err := copyContent(ufd, c.name, fd); err != nil {
+			return err
+		}
+	}
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return err
+	}
+	if old != nil {
+		if err := m.copyOldXattrs(wfd, c.name, old, fd); err != nil {
+			return err
+		}
+	}
+	// After the attributes: an ACL's mask is the group bits of the mode.
+	return errors.Join(unix.Fchmod(fd, mode), setTimes(fd, "", &c.st))
+}
+
+// copyOldXattrs gives fd the extended attributes of entry name of wfd, the
+// regular file old describes (checked to be the same inode).
+func (m *merger) copyOldXattrs(wfd int, name string, old *unix.Stat_t, fd int) error {
+	ofd, err := unix.Openat(wfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ofd)
+	var st unix.Stat_t
+	if err := unix.Fstat(ofd, &st); err != nil {
+		return err
+	}
+	if st.Dev != old.Dev || st.Ino != old.Ino {
+		return errors.New("the file changed during the merge")
+	}
+	return copyXattrs(ofd, fd)
+}
+
+// copyContent copies regular file name of ufd into fd, holes kept.
+func copyContent(ufd int, name string, fd int) error {
+	in, err := unix.Openat(ufd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	src := os.NewFile(uintptr(in), name)
+	defer src.Close()
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return err
+	}
+	dst := os.NewFile(uintptr(dup), name)
+	defer dst.Close()
+	return sparse.Copy(dst, src)
 }
 
 // put makes the entry name of wfd with mk: directly where nothing is in
@@ -301,32 +398,6 @@ func (m *merger) put(wfd int, name string, exists, curDir bool, mk func(name str
 		_ = unix.Unlinkat(wfd, tmp, 0)
 	}
 	return err
-}
-
-// fill writes the upper file c of directory ufd into fd, a new empty file,
-// holes kept, and gives it c's permission bits, times and the program's
-// uid.
-func (m *merger) fill(ufd int, c *upperEntry, fd int) error {
-	if c.st.Size > 0 {
-		in, err := unix.Openat(ufd, c.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		src := os.NewFile(uintptr(in), c.name)
-		dup, err := unix.Dup(fd)
-		if err != nil {
-			src.Close()
-			return err
-		}
-		dst := os.NewFile(uintptr(dup), c.name)
-		err = sparse.Copy(dst, src)
-		src.Close()
-		dst.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return errors.Join(unix.Fchown(fd, m.uid, m.uid), unix.Fchmod(fd, c.st.Mode&0o777), setTimes(fd, "", &c.st))
 }
 
 // replace renames tmp over name in wfd; a directory there is removed first.
@@ -357,76 +428,22 @@ func (m *merger) tempName() string {
 	return m.tempPrefix + strconv.Itoa(m.temps)
 }
 
-// openBeneath opens directory rel ("" for dir itself) below dir without
-// following links or crossing mounts.
-func openBeneath(dir int, rel string) (int, error) {
-	if rel == "" {
-		rel = "."
-	}
-	return unix.Openat2(dir, rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-	})
-}
-
-// openDirAt opens the directory name of dir, not following a link.
-func openDirAt(dir int, name string) (int, error) {
-	return openBeneath(dir, name)
-}
-
-// readlinkAt reads the symbolic link name of dir.
-func readlinkAt(dir int, name string) (string, error) {
-	for size := 256; ; size *= 2 {
-		buf := make([]byte, size)
-		n, err := unix.Readlinkat(dir, name, buf)
-		if err != nil {
-			return "", err
-		}
-		if n < size {
-			return string(buf[:n]), nil
-		}
-	}
-}
-
-// setTimes gives name of dir, or with name "" dir itself, the access and
-// modification times of st, not following a link.
-func setTimes(dir int, name string, st *unix.Stat_t) error {
-	ts := [2]unix.Timespec{st.Atim, st.Mtim}
-	if name != "" {
-		return unix.UtimesNanoAt(dir, name, ts[:], unix.AT_SYMLINK_NOFOLLOW)
-	}
-	// futimens(3): utimensat with a null path.
-	if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(dir), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0); e != 0 {
-		return e
-	}
-	return nil
-}
-
-// removeAllAt removes name of dir and, for a directory, everything in it,
-// without following links.
-func removeAllAt(dir int, name string) error {
-	err := unix.Unlinkat(dir, name, 0)
-	if err == nil || errors.Is(err, unix.ENOENT) {
-		return nil
-	}
-	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
-		return err
-	}
+// emptyDirAt removes everything in directory name of dir, not following
+// links, and keeps the directory.
+func emptyDirAt(dir int, name string) error {
 	sub, err := openBeneath(dir, name)
 	if err != nil {
 		return err
 	}
+	defer unix.Close(sub)
 	names, err := readNames(sub)
-	if err == nil {
-		for _, n := range names {
-			if err = removeAllAt(sub, n); err != nil {
-				break
-			}
-		}
-	}
-	unix.Close(sub)
 	if err != nil {
 		return err
 	}
-	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+	for _, n := range names {
+		if err := removeAllAt(sub, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

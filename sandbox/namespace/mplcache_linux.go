@@ -76,9 +76,6 @@ func (b *Backend) prepareMplCache(base string) *tmpFile {
 		return nil
 	}
 	defer os.RemoveAll(ws)
-	if b.asRoot() {
-		_ = os.Chown(ws, b.hostUID, b.hostUID)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := b.Run(ctx, sandbox.Spec{

@@ -19,9 +19,11 @@ type Config struct {
 	// (no cgroup for memory and process limits while running as root), with
 	// rlimits as the only fallback. Off by default: the backend fails closed.
 	AllowWeakIsolation bool
-	// HostUID is the host uid (and gid) programs run as when codeagent
-	// runs as root; 0 means sandbox.DefaultHostUID. No account may use it.
-	// Run by another user, programs run as that user.
+	// HostUID is the first of the sandbox.HostUIDCount host uids (and
+	// gids) programs run as when codeagent runs as root, one per
+	// concurrent sandbox; 0 means sandbox.DefaultHostUID. No account may
+	// use one, nor a subordinate id range overlap them. Run by another
+	// user, programs run as that user.
 	HostUID int
 	// Warm is how many sandboxes to keep started ahead for the command run
 	// last (see launcher). 0 starts each on demand, which suits a single
@@ -48,21 +50,22 @@ type Config struct {
 
 // Report is what Probe found out about the host.
 type Report struct {
-	Bwrap          string   // path of bubblewrap, or "" when missing
-	BwrapVersion   string   // e.g. "bubblewrap 0.8.0"
-	UserNamespaces bool     // a sandbox could be created
-	CgroupVersion  int      // 1 or 2, 0 when no usable cgroup
-	CgroupDetail   string   // why cgroups are not usable, when they are not
-	Seccomp        bool     // the kernel supports seccomp filters
-	LandlockABI    int      // Landlock ABI version, 0 when unavailable
-	Root           bool     // running as root
-	MemoryLimit    string   // how memory is limited: "cgroup v1", "cgroup v2", "RLIMIT_DATA"
-	ProcessLimit   string   // how processes are limited: "cgroup v1", "cgroup v2", "RLIMIT_NPROC"
-	CPULimit       string   // how CPU bandwidth is limited: "cgroup v1", "cgroup v2", or "none"
-	ProgramUID     int      // the host uid programs run as
-	ProgramUIDNote string   // why that uid
-	DiskLimit      string   // how the workspace disk limit is enforced
-	Usable         bool     // the backend can run with this Config
-	Problems       []string // what prevents running, with what to do
-	Warnings       []string // weaker mechanisms in use
+	Bwrap           string   // path of bubblewrap, or "" when missing
+	BwrapVersion    string   // e.g. "bubblewrap 0.8.0"
+	UserNamespaces  bool     // a sandbox could be created
+	CgroupVersion   int      // 1 or 2, 0 when no usable cgroup
+	CgroupDetail    string   // why cgroups are not usable, when they are not
+	Seccomp         bool     // the kernel supports seccomp filters
+	LandlockABI     int      // Landlock ABI version, 0 when unavailable
+	Root            bool     // running as root
+	MemoryLimit     string   // how memory is limited: "cgroup v1", "cgroup v2", "RLIMIT_DATA"
+	ProcessLimit    string   // how processes are limited: "cgroup v1", "cgroup v2", "RLIMIT_NPROC"
+	CPULimit        string   // how CPU bandwidth is limited: "cgroup v1", "cgroup v2", or "none"
+	ProgramUID      int      // the host uid programs run as (the first of ProgramUIDCount)
+	ProgramUIDCount int      // how many host uids programs run as, one per sandbox (1 unprivileged)
+	ProgramUIDNote  string   // why that uid
+	DiskLimit       string   // how the workspace disk limit is enforced
+	Usable          bool     // the backend can run with this Config
+	Problems        []string // what prevents running, with what to do
+	Warnings        []string // weaker mechanisms in use
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
+	"github.com/codeagent/codeagent/sandbox/internal/hostids"
 )
 
 // Backend runs programs in Linux namespaces through bubblewrap.
@@ -35,8 +36,11 @@ type Backend struct {
 	etc     string        // the prepared /etc
 	mnt     string        // the workspace mount point and /proc masks
 	mpl     *tmpFile      // matplotlib's font list for Python sandboxes, or nil
-	hostUID int           // the host uid of programs when root, else -1
+	hostUID int           // the first host uid of programs when root, else -1
+	ids     *hostids.Pool // the host uids of sandboxes, one each, when root
 	warm    *warmPool     // warm interpreters (Config.WarmPython), or nil
+	idmaps  *idmaps       // user namespaces for idmapped workspaces, when root
+	owner   lastOwner     // of the latest workspace, for idmaps made ahead
 	// scratch is the directory of upper-layer images when the workspace
 	// is an overlay (see upperFS), "" when it is bound itself and only the
 	// disk watcher bounds it.
@@ -95,9 +99,13 @@ func New(cfg Config) (*Backend, error) {
 		hostUID = programHostUID(cfg) // checked by probe (sandbox.CheckHostUID)
 	}
 	base := os.TempDir()
+	var ids *hostids.Pool
 	if hostUID >= 0 {
 		if base, err = rootBaseDir(rootBaseDirs, 0o755); err != nil {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
+		}
+		if ids, err = hostids.Open(hostids.Dir, hostUID, sandbox.HostUIDCount); err != nil {
+			return nil, &sandbox.SetupError{Reason: "the sandboxes' host uids", Err: err}
 		}
 	}
 	etcBase := base
@@ -115,9 +123,10 @@ func New(cfg Config) (*Backend, error) {
 		return nil, &sandbox.SetupError{Reason: "prepare the mount directory", Err: err}
 	}
 	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, seccomp: seccompProgram(), etc: etc, mnt: mnt, hostUID: hostUID,
-		running: map[*upperFS]struct{}{}}
+		ids: ids, running: map[*upperFS]struct{}{}}
 	b.layout = hostLayout(etc, mnt)
 	if hostUID >= 0 {
+		b.idmaps = newIdmaps(helperBinary(rep.Bwrap))
 		b.useOverlays()
 	}
 	if rep.CgroupVersion > 0 {
@@ -210,21 +219,38 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	defer wsFile.Close()
 	source, watched, dl := wsDir, wsDir, diskwatch.Limits{Bytes: r.lim.Disk}
-	var up *upperFS // the overlay's upper layer, when the workspace is one
+	var up *upperFS   // the overlay's upper layer, when the workspace is one
+	var sw *syncedWS  // or the program's copy of the workspace (see synced)
+	var wsSt unix.Stat_t
 	if r.b.asRoot() {
-		if err := handOver(wsFile, r.b.hostUID); err != nil {
-			return res, &sandbox.SetupError{Reason: "hand the workspace to the sandbox's uid", Err: err}
+		if err := unix.Fstat(int(wsFile.Fd()), &wsSt); err != nil {
+			return res, &sandbox.SetupError{Reason: "workspace", Err: err}
 		}
+		r.b.noteOwner(&wsSt)
 		source = r.b.mountPoint()
-		if up, dl, err = r.overlay(l, wsFile); err != nil {
+		if sw, dl, err = r.synced(l, wsFile, &wsSt); err != nil {
+			return res, &sandbox.SetupError{Reason: "copy the workspace for the program", Err: err}
+		}
+		if sw == nil {
+			up, dl, err = r.overlay(l, wsFile, &wsSt)
+		}
+		if err != nil {
 			return res, &sandbox.SetupError{Reason: "mount the workspace", Err: err}
 		}
-		if up != nil {
+		if sw != nil {
+			watched = sw.up.watchPath()
+			defer sw.close()
+		} else if up != nil {
 			watched = up.watchPath()
 			defer r.b.unregister(up)
-		} else if err := attachWorkspace(l.cmd.Process.Pid, wsFile, source); err != nil {
+		} else if err := r.b.attachWorkspace(l, wsFile, &wsSt, source); err != nil {
 			return res, &sandbox.SetupError{Reason: "mount the workspace", Err: err}
 		}
+	}
+	if up == nil && sw == nil {
+		// The program writes to the workspace itself: its modes are
+		// checked afterwards (see modeGuard).
+		defer r.b.guard(wsFile)()
 	}
 	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, sandbox.KilledDisk) })
 	if err != nil {
@@ -249,10 +275,13 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		l.holdNamespaces(childPid)
 	}
 	if err == nil {
-		err = l.mapIDs(childPid, r.b.hostUID, r.b.asRoot())
+		err = l.mapIDs(childPid, l.uid, r.b.asRoot())
 	}
 	if err == nil {
-		err = r.confine(childPid, l.cg)
+		err = r.confine(childPid, l)
+	}
+	if err == nil && sw != nil {
+		err = sw.freezeWith(l.cg, childPid)
 	}
 	if err == nil && !r.b.asRoot() {
 		err = verifyWorkspace(childPid, wsFile)
@@ -272,7 +301,10 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		return res, &sandbox.SetupError{Reason: "release sandbox", Err: err}
 	}
 	_ = l.blockW.Close()
-	r.started(l, ws)
+	if sw != nil {
+		sw.watch = ws
+	}
+	r.started(l, ws, sw)
 
 	stopWatch := r.watch(ctx, l)
 	waitErr := l.cmd.Wait()
@@ -300,10 +332,16 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	res.CPUTime, res.PeakMemory = stats.CPUTime, stats.PeakMemory
 	r.verdict(&res, ps, waitErr, stats)
+	if sw != nil {
+		// Every process of the sandbox is gone: the copy is final.
+		if err := sw.end(); err != nil {
+			return res, &sandbox.CopyBackError{Err: err}
+		}
+	}
 	if up != nil {
 		// Every process of the sandbox is gone: the upper layer is final.
 		t0 := time.Now()
-		if err := mergeUpper(up.upper, wsFile, r.b.hostUID); err != nil {
+		if err := mergeUpper(up.upper, wsFile); err != nil {
 			return res, &sandbox.CopyBackError{Err: err}
 		}
 		r.b.log.Debug("merged the upper layer into the workspace", "took", time.Since(t0))
@@ -317,24 +355,20 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 // it; a nil layer means that the workspace is to be bound itself. A
 // workspace the overlay cannot be mounted over (its file system refuses to
 // be a lower layer) is bound itself, with a warning.
-func (r *run) overlay(l *launcher, wsFile *os.File) (*upperFS, diskwatch.Limits, error) {
+func (r *run) overlay(l *launcher, wsFile *os.File, wsSt *unix.Stat_t) (*upperFS, diskwatch.Limits, error) {
 	dl := diskwatch.Limits{Bytes: r.lim.Disk}
 	if !r.b.overlays.Load() || l.upperDone == nil || r.spec.LiveWorkspace {
 		return nil, dl, nil
 	}
 	up, err := r.b.upperFor(l, r.lim)
-	var st unix.Stat_t
 	if err == nil {
-		err = unix.Fstat(int(wsFile.Fd()), &st)
-	}
-	if err == nil {
-		dl, err = up.start(r.lim, st.Mode)
+		dl, err = up.start(r.lim, wsSt.Mode)
 	}
 	if err != nil {
 		r.b.overlaysFailed(err)
 		return nil, diskwatch.Limits{Bytes: r.lim.Disk}, nil
 	}
-	if err := r.b.attachOverlay(l.cmd.Process.Pid, wsFile); err != nil {
+	if err := r.b.attachOverlay(l, wsFile, wsSt); err != nil {
 		r.b.log.Warn("cannot mount an overlay over this workspace; binding it itself, its disk limit resting on the disk watcher", "workspace", wsFile.Name(), "err", err)
 		return nil, diskwatch.Limits{Bytes: r.lim.Disk}, nil
 	}
@@ -397,12 +431,13 @@ func (r *run) setReason(why sandbox.KillReason) {
 // it execs the program, is in its cgroup (it usually is, born of bwrap after
 // bwrap's own move) and puts it under its rlimits; everything it starts
 // inherits both.
-func (r *run) confine(pid int, cg runCgroup) error {
+func (r *run) confine(pid int, l *launcher) error {
+	cg := l.cg
 	if err := joinCgroup(pid, cg); err != nil {
 		return err
 	}
 	if r.b.asRoot() {
-		return asUID(r.b.hostUID, func() error { return setRlimits(pid, r.lim, cg == nil) })
+		return asUID(l.uid, func() error { return setRlimits(pid, r.lim, cg == nil) })
 	}
 	return setRlimits(pid, r.lim, cg == nil)
 }

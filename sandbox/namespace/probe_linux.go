@@ -36,9 +36,9 @@ func probe(cfg Config, full bool) (Report, cgroupManager) {
 	asUID := -1
 	if r.Root {
 		asUID = programHostUID(cfg)
-		r.ProgramUID = asUID
-		r.ProgramUIDNote = "codeagent's own, used by no account"
-		if err := sandbox.CheckHostUID(asUID); err != nil {
+		r.ProgramUID, r.ProgramUIDCount = asUID, sandbox.HostUIDCount
+		r.ProgramUIDNote = "codeagent's own, one per sandbox, used by no account"
+		if err := sandbox.CheckHostUIDRange(asUID, sandbox.HostUIDCount); err != nil {
 			r.Problems = append(r.Problems, err.Error())
 		}
 	} else {

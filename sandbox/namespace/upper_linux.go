@@ -114,8 +114,15 @@ func (u *upperFS) close() {
 // the upper mount point in the mount namespace of the launcher whose pid
 // arrives on pid (closed without one: the launcher did not start). The
 // image is made and attached meanwhile.
-func (b *Backend) makeUpper(pid <-chan int, lim sandbox.Limits) (*upperFS, error) {
+func (b *Backend) makeUpper(pid <-chan int, lim sandbox.Limits, uid int) (*upperFS, error) {
 	free, size, inodes := upperSize(lim)
+	return b.makeUpperSized(pid, free, size, inodes, uid)
+}
+
+// makeUpperSized is makeUpper for a file system of size bytes and inodes
+// inodes, leaving free bytes to the program, whose upper directory
+// belongs to uid.
+func (b *Backend) makeUpperSized(pid <-chan int, free, size int64, inodes int, uid int) (*upperFS, error) {
 	img, err := stagingfs.NewImage(b.scratch)
 	if err != nil {
 		return nil, err
@@ -160,7 +167,7 @@ func (b *Backend) makeUpper(pid <-chan int, lim sandbox.Limits) (*upperFS, error
 	_ = unix.Unlinkat(rfd, "lost+found", unix.AT_REMOVEDIR)
 	err = errors.Join(unix.Mkdirat(rfd, "upper", 0o755), unix.Mkdirat(rfd, "work", 0o700))
 	if err == nil {
-		err = unix.Fchownat(rfd, "upper", b.hostUID, b.hostUID, unix.AT_SYMLINK_NOFOLLOW)
+		err = unix.Fchownat(rfd, "upper", uid, uid, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	if err != nil {
 		return fail(fmt.Errorf("prepare the upper layer: %w", err))
@@ -191,7 +198,7 @@ func (b *Backend) prepareUpper(l *launcher) chan<- int {
 	pid := make(chan int, 1)
 	b.background(func() {
 		defer close(l.upperDone)
-		l.upper, l.upperErr = b.makeUpper(pid, lim)
+		l.upper, l.upperErr = b.makeUpper(pid, lim, l.uid)
 	})
 	return pid
 }
@@ -224,7 +231,7 @@ func (b *Backend) upperFor(l *launcher, lim sandbox.Limits) (*upperFS, error) {
 	<-l.upperDone
 	if l.upperErr == nil && !l.upper.fits(lim) {
 		l.upper.close()
-		l.upper, l.upperErr = b.makeUpper(pidOf(l.cmd.Process.Pid), lim)
+		l.upper, l.upperErr = b.makeUpper(pidOf(l.cmd.Process.Pid), lim, l.uid)
 	}
 	if l.upperErr != nil {
 		return nil, l.upperErr
@@ -298,19 +305,26 @@ func (b *Backend) ScratchGrowth() int64 {
 func (b *Backend) upperPoint() string { return filepath.Join(b.mnt, "up") }
 func (b *Backend) lowerPoint() string { return filepath.Join(b.mnt, "lower") }
 
-// attachOverlay mounts, in the mount namespace of process pid, the
-// workspace open as ws read-only at the lower mount point and the overlay
-// of it and the upper layer at the workspace mount point, which bwrap then
-// binds. Directory renames are recorded in the upper layer
-// (redirect_dir), files are copied up whole (no metacopy), hard links of
-// the workspace are not followed across copy-up (no index), and the upper
-// layer is scratch (volatile: fsync need not reach its disk).
-func (b *Backend) attachOverlay(pid int, ws *os.File) error {
+// attachOverlay mounts, in the mount namespace of launcher l, the
+// workspace open as ws (its directory described by st) read-only and
+// idmapped for l's uid (see idmapWorkspace) at the lower mount point, and
+// the overlay of it and the upper layer at the workspace mount point,
+// which bwrap then binds. The lower layer is the workspace's own file
+// system only: a file system mounted below it shows as the empty
+// directory it is mounted on. Directory renames are recorded in the upper
+// layer (redirect_dir), files are copied up whole (no metacopy), hard
+// links of the workspace are not followed across copy-up (no index), and
+// the upper layer is scratch (volatile: fsync need not reach its disk).
+func (b *Backend) attachOverlay(l *launcher, ws *os.File, st *unix.Stat_t) error {
+	pid := l.cmd.Process.Pid
 	tree, err := cloneWorkspace(ws, unix.MOUNT_ATTR_RDONLY, false)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(tree)
+	if err := b.idmapWorkspace(tree, st, l.uid); err != nil {
+		return err
+	}
 	up := b.upperPoint()
 	opts := "lowerdir=" + b.lowerPoint() + ",upperdir=" + up + "/upper,workdir=" + up + "/work" +
 		",redirect_dir=on,index=off,metacopy=off,xino=off"

@@ -19,13 +19,17 @@ import (
 )
 
 // Run as root, the backend does not let programs act as host root. bwrap
-// runs as a host uid of codeagent's own (Config.HostUID, by default
-// sandbox.DefaultHostUID), so the user namespace it creates belongs to that
-// uid and per-user kernel quotas are charged to it; codeagent writes the
-// namespace's map itself (bwrap's --userns-block-fd) so that the program's
-// uid 1000 is that host uid and no other id is mapped. Files a program
-// creates belong to it on the host, and the seccomp filter refuses setuid
-// and setgid modes, so nothing it leaves behind lets anyone gain a uid.
+// runs as a host uid of codeagent's own, one per sandbox (from the range
+// that starts at Config.HostUID, by default sandbox.DefaultHostUID; see
+// package hostids), so the user namespace it creates belongs to that uid
+// and per-user kernel quotas are charged to that sandbox alone; codeagent
+// writes the namespace's map itself (bwrap's --userns-block-fd) so that
+// the program's uid 1000 is that host uid and no other id is mapped. The
+// workspace is shown to it through an idmapped mount (idmap_linux.go), and
+// what it writes is brought into the workspace by the merge, which gives
+// new entries the workspace's owner (package wsperm); the seccomp filter
+// refuses setuid and setgid modes, so nothing it leaves behind lets anyone
+// gain a uid.
 //
 // That uid cannot look up the caller's paths (a workspace below /root, say),
 // so bwrap gets the workspace from a mount codeagent makes for it: each
@@ -97,77 +101,23 @@ func prepareMountDir(tmp string) (string, error) {
 	return dir, nil
 }
 
-// handOver makes the workspace's entries belong to uid, so that the
-// program (that uid on the host) can change what codeagent or an earlier
-// turn wrote. It walks through descriptors and never follows a link; a
-// regular file with more than one link is left alone, since changing it
-// would change the other names too.
-func handOver(ws *os.File, uid int) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(ws.Fd()), &st); err != nil {
-		return err
-	}
-	if int(st.Uid) != uid || int(st.Gid) != uid {
-		if err := unix.Fchownat(int(ws.Fd()), "", uid, uid, unix.AT_EMPTY_PATH); err != nil {
-			return fmt.Errorf("hand the workspace to uid %d: %w", uid, err)
-		}
-	}
-	fd, err := unix.Openat(int(ws.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	return handOverDir(fd, uid, 0)
-}
-
-// handOverDir hands over the entries of directory fd, which it closes.
-func handOverDir(fd, uid, depth int) error {
-	dir := os.NewFile(uintptr(fd), "")
-	defer dir.Close()
-	if depth > 256 {
-		return errors.New("the workspace is nested too deeply")
-	}
-	names, err := dir.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			return err
-		}
-		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-		shared := st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1
-		if (int(st.Uid) != uid || int(st.Gid) != uid) && !shared {
-			if err := unix.Fchownat(fd, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return fmt.Errorf("hand %s to uid %d: %w", name, uid, err)
-			}
-		}
-		if isDir {
-			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return err
-			}
-			if err := handOverDir(sub, uid, depth+1); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// attachWorkspace clones the workspace open as ws (with its submounts, made
-// nosuid and nodev) and attaches the clone at target in the mount namespace
-// of process pid.
-func attachWorkspace(pid int, ws *os.File, target string) error {
-	tree, err := cloneWorkspace(ws, 0, true)
+// attachWorkspace attaches the workspace open as ws (its directory
+// described by st) itself, read-write, at target in the mount namespace of
+// launcher l: a clone of its mount without the file systems mounted below
+// it, made nosuid and nodev, and idmapped for l's uid (see
+// idmapWorkspace), so that what the program creates there belongs to the
+// workspace's owner on disk. This is the plain mode, without an overlay:
+// the disk watcher alone bounds the workspace.
+func (b *Backend) attachWorkspace(l *launcher, ws *os.File, st *unix.Stat_t, target string) error {
+	tree, err := cloneWorkspace(ws, 0, false)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(tree)
-	return inMountNamespace(pid, func() error {
+	if err := b.idmapWorkspace(tree, st, l.uid); err != nil {
+		return err
+	}
+	return inMountNamespace(l.cmd.Process.Pid, func() error {
 		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 			return fmt.Errorf("attach the workspace: %w", err)
 		}

@@ -259,12 +259,12 @@ func (b *Backend) startWarm() (*warmInterp, error) {
 		w.pidfd = fd
 	}
 	l.holdNamespaces(childPid)
-	err = l.mapIDs(childPid, b.hostUID, true)
+	err = l.mapIDs(childPid, l.uid, true)
 	if err == nil {
 		err = joinCgroup(childPid, l.cg) // bwrap may have forked it before its own move was done
 	}
 	if err == nil {
-		err = asUID(b.hostUID, func() error { return setWarmRlimits(childPid, lim) })
+		err = asUID(l.uid, func() error { return setWarmRlimits(childPid, lim) })
 	}
 	if err == nil {
 		_, err = l.blockW.Write([]byte{0})

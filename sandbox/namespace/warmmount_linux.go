@@ -3,6 +3,7 @@
 package namespace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -22,8 +23,7 @@ import (
 // sandboxMounts is what an execution adds to a warm interpreter's mount
 // namespace.
 type sandboxMounts struct {
-	ws       *os.File // the workspace, mounted at /workspace
-	wsTree   int      // or, when >= 0, this detached mount (its overlay)
+	wsTree   int      // the workspace's detached mount (or its overlay's), for /workspace
 	code     int      // a detached read-only tmpfs with the files, mounted at /code
 	tmpSize  int64    // the size of /tmp
 	shmSize  int64    // the size of /dev/shm
@@ -36,14 +36,6 @@ type sandboxMounts struct {
 // resolved from that namespace's root, the sandbox's.
 func mountInto(pid int, m sandboxMounts) error {
 	tree := m.wsTree
-	if tree < 0 {
-		var err error
-		tree, err = unix.OpenTree(int(m.ws.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
-		if err != nil {
-			return fmt.Errorf("clone the workspace mount: %w", err)
-		}
-		defer unix.Close(tree)
-	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		return fmt.Errorf("make the workspace nosuid: %w", err)
@@ -253,9 +245,27 @@ func statusKB(pid, key string) int64 {
 	return 0
 }
 
-// started calls spec.Started for a cold execution.
-func (r *run) started(l *launcher, ws *diskwatch.Watcher) {
-	if r.spec.Started != nil && l.cg != nil {
-		r.spec.Started(running{cg: l.cg, ws: ws})
+// started calls spec.Started for a cold execution; with sw, the handle
+// syncs the program's copy of the workspace.
+func (r *run) started(l *launcher, ws *diskwatch.Watcher, sw *syncedWS) {
+	if r.spec.Started == nil || l.cg == nil {
+		return
 	}
+	if sw != nil {
+		r.spec.Started(syncedRunning{running{cg: l.cg, ws: ws}, sw})
+		return
+	}
+	r.spec.Started(running{cg: l.cg, ws: ws})
 }
+
+// syncedRunning is the Running handle of a program with a copy of its
+// workspace: it is a sandbox.Syncer.
+type syncedRunning struct {
+	running
+	s *syncedWS
+}
+
+var _ sandbox.Syncer = syncedRunning{}
+
+// Sync implements sandbox.Syncer.
+func (r syncedRunning) Sync(ctx context.Context) error { return r.s.Sync(ctx) }

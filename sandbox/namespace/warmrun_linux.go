@@ -136,30 +136,54 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 		w.discard()
 		b.warm.fill()
 	})
-	if err := handOver(wsFile, b.hostUID); err != nil {
+	var wsSt unix.Stat_t
+	if err := unix.Fstat(int(wsFile.Fd()), &wsSt); err != nil {
 		return res, unusable(err)
 	}
+	b.noteOwner(&wsSt)
 	// As for a cold run, the workspace is an overlay when overlays are on:
 	// made in the launcher's mount namespace, then moved into the
-	// sandbox's.
-	up, dl, err := r.overlay(l, wsFile)
+	// sandbox's; else the workspace itself, idmapped.
+	sw, dl, err := r.synced(l, wsFile, &wsSt)
+	var up *upperFS
+	if err == nil && sw == nil {
+		up, dl, err = r.overlay(l, wsFile, &wsSt)
+	}
 	if err != nil {
 		return res, unusable(err)
 	}
 	wsTree, watched := -1, wsDir
-	if up != nil {
-		defer b.unregister(up)
-		if wsTree, err = cloneMount(l.cmd.Process.Pid, b.mountPoint()); err != nil {
-			return res, unusable(err)
+	switch {
+	case sw != nil:
+		defer sw.close()
+		wsTree, err = cloneMount(l.cmd.Process.Pid, b.mountPoint())
+		watched = sw.up.watchPath()
+		if err == nil {
+			if err = sw.freezeWith(l.cg, w.childPid); err == nil {
+				err = sw.cg.JoinFreezer(w.progPid)
+			}
 		}
-		defer unix.Close(wsTree)
+	case up != nil:
+		defer b.unregister(up)
+		wsTree, err = cloneMount(l.cmd.Process.Pid, b.mountPoint())
 		watched = up.watchPath()
+	default:
+		if wsTree, err = cloneWorkspace(wsFile, 0, false); err == nil {
+			err = b.idmapWorkspace(wsTree, &wsSt, l.uid)
+		}
+		defer b.guard(wsFile)()
+	}
+	if wsTree >= 0 {
+		defer unix.Close(wsTree)
+	}
+	if err != nil {
+		return res, unusable(err)
 	}
 	code, err := codeMount(r.spec.Files)
 	if err != nil {
 		return res, unusable(err)
 	}
-	err = mountInto(w.childPid, sandboxMounts{ws: wsFile, wsTree: wsTree, code: code, codePath: "/code",
+	err = mountInto(w.childPid, sandboxMounts{wsTree: wsTree, code: code, codePath: "/code",
 		tmpSize: r.lim.Disk, shmSize: min(r.lim.Disk, r.lim.Memory)})
 	unix.Close(code)
 	if err != nil {
@@ -181,7 +205,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	lim := r.lim
 	used := processCPU(w.progPid).Seconds()
 	lim.CPUTime = time.Duration(math.Ceil(used+r.lim.CPUTime.Seconds())) * time.Second
-	if err := asUID(b.hostUID, func() error { return setRlimits(w.progPid, lim, false) }); err != nil {
+	if err := asUID(l.uid, func() error { return setRlimits(w.progPid, lim, false) }); err != nil {
 		return res, unusable(err)
 	}
 	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, sandbox.KilledDisk) })
@@ -206,8 +230,15 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 		_ = w.stdin.Close()
 	}()
 	stopWatch := r.watch(ctx, l)
+	if sw != nil {
+		sw.watch = ws
+	}
 	if r.spec.Started != nil {
-		r.spec.Started(running{cg: l.cg, baseCPU: baseCPU, ws: ws})
+		if h := (running{cg: l.cg, baseCPU: baseCPU, ws: ws}); sw != nil {
+			r.spec.Started(syncedRunning{h, sw})
+		} else {
+			r.spec.Started(h)
+		}
 	}
 	<-w.exited
 	stopWatch()
@@ -229,9 +260,15 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	}
 	res.CPUTime, res.PeakMemory = stats.CPUTime, stats.PeakMemory
 	r.verdict(&res, ps, w.waitErr, stats)
+	if sw != nil {
+		// Every process of the sandbox is gone: the copy is final.
+		if err := sw.end(); err != nil {
+			return res, &sandbox.CopyBackError{Err: err}
+		}
+	}
 	if up != nil {
 		// Every process of the sandbox is gone: the upper layer is final.
-		if err := mergeUpper(up.upper, wsFile, b.hostUID); err != nil {
+		if err := mergeUpper(up.upper, wsFile); err != nil {
 			return res, &sandbox.SetupError{Reason: "bring the workspace up to date with what the program wrote", Err: err}
 		}
 	}

@@ -48,6 +48,14 @@ type Features struct {
 	// asks (a kernel's cells): of the egress suite only the check that
 	// there is none runs.
 	NoNetwork bool
+	// SharedHostUID: every sandbox runs as one host uid (the Kubernetes
+	// backend's Pods; the Docker backend run by an ordinary user), so
+	// sandboxes share that uid's kernel quotas: PerSandboxQuota skips.
+	SharedHostUID bool
+	// WholeStdin: the program's standard input is read whole before it
+	// runs and its output arrives at its end (a kernel's cells), so a
+	// program cannot be held on its stdin while the suite acts beside it.
+	WholeStdin bool
 }
 
 // copyBackAllowance is how much longer than its wall-time limit plus one

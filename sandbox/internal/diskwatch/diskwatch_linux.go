@@ -31,6 +31,7 @@ type Watcher struct {
 	rebuilds  int // after overflows, for tests
 
 	exceeded    atomic.Bool
+	held        atomic.Bool // see Hold
 	stopping    atomic.Bool
 	stop        chan struct{}
 	loopDone    chan struct{}
@@ -154,8 +155,59 @@ func (w *Watcher) Growth() (int64, int) {
 	return w.t.cost - w.baseCost, w.t.names - w.baseNames
 }
 
+// Hold keeps the watcher from acting on changes to the tree until the
+// returned release is called, and takes what changed meanwhile out of the
+// growth it counts: for changes that the tree's owner, not the program,
+// makes while the program is stopped (a kernel's copy of its workspace
+// brought up to date by codeagent). The program's writes before the call
+// count as ever; release checks the limits again.
+func (w *Watcher) Hold() (release func()) {
+	cost0, names0, _ := w.measure()
+	w.held.Store(true)
+	return func() {
+		cost, names, deep := w.measure()
+		w.mu.Lock()
+		w.baseCost += cost - cost0
+		w.baseNames += names - names0
+		w.mu.Unlock()
+		w.held.Store(false)
+		w.check(cost, names, deep)
+	}
+}
+
+// measure accounts for the events queued now (or walks the tree, without
+// events) and returns the tree's cost, names and whether it is too deep,
+// checking the limits unless held.
+func (w *Watcher) measure() (int64, int, bool) {
+	w.readMu.Lock()
+	defer w.readMu.Unlock()
+	w.mu.Lock()
+	walkOnly := w.ifd < 0 || w.t.watchFailed
+	w.mu.Unlock()
+	if walkOnly {
+		cost, names, deep := walk(w.rootFd)
+		w.check(cost, names, deep)
+		return cost, names, deep
+	}
+	if !w.stopping.Load() {
+		if w.settleBuf == nil {
+			w.settleBuf = make([]byte, 16<<10)
+		}
+		w.drain(w.settleBuf)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.t.cost, w.t.names, w.t.tooDeep
+}
+
 func (w *Watcher) check(cost int64, names int, tooDeep bool) {
-	if cost-w.baseCost > w.lim.Bytes || names-w.baseNames > w.lim.Entries || tooDeep {
+	if w.held.Load() {
+		return
+	}
+	w.mu.Lock()
+	baseCost, baseNames := w.baseCost, w.baseNames
+	w.mu.Unlock()
+	if cost-baseCost > w.lim.Bytes || names-baseNames > w.lim.Entries || tooDeep {
 		if !w.exceeded.Swap(true) && w.over != nil {
 			w.over()
 		}

@@ -76,6 +76,17 @@ func (w *Watcher) Stop() bool {
 // Settle reports whether the tree has gone past its limits so far.
 func (w *Watcher) Settle() bool { return w.exceeded.Load() }
 
+// Hold keeps changes to the tree until release out of the growth counted
+// (see the Linux watcher's Hold).
+func (w *Watcher) Hold() (release func()) {
+	c0, n0, _ := walkDir(w.dir)
+	return func() {
+		c, n, _ := walkDir(w.dir)
+		w.base.Add(c - c0)
+		w.baseN.Add(int64(n - n0))
+	}
+}
+
 // Growth is how much the tree has grown since Start, and by how many names.
 func (w *Watcher) Growth() (int64, int) {
 	return w.cost.Load() - w.base.Load(), int(w.n.Load() - w.baseN.Load())
