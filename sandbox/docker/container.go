@@ -61,6 +61,9 @@ type box struct {
 	id       string
 	dir      string
 	ws, code string
+	uid      int    // the host uid and gid its programs run as
+	user     string // uid:gid, for the engine
+	ownsUID  bool   // uid was taken from the backend's pool, to be given back once the container is gone
 	class    class
 	created  time.Time
 	cg       cgroupFiles // empty when the engine is not local
@@ -78,21 +81,37 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		return nil, fmt.Errorf("create box directory: %w", err)
 	}
 	bx := &box{dir: dir, ws: filepath.Join(dir, "ws"), code: filepath.Join(dir, "code"), class: c, created: time.Now()}
-	if err := b.prepareDirs(bx); err != nil {
+	// Until the container exists, a failure undoes everything here.
+	undo := func() {
+		if bx.lifeline != nil {
+			_ = bx.lifeline.Close()
+		}
 		_ = removeTree(dir)
+		b.releaseUID(bx)
+	}
+	if err := b.takeUID(bx); err != nil {
+		undo()
+		return nil, err
+	}
+	passwd, group := filepath.Join(dir, "passwd"), filepath.Join(dir, "group")
+	if err := writeAccounts(passwd, group, bx.uid); err != nil {
+		undo()
+		return nil, err
+	}
+	if err := b.prepareDirs(bx); err != nil {
+		undo()
 		return nil, err
 	}
 	life, lifePath, err := openLifeline(dir)
 	if err != nil {
-		_ = removeTree(dir)
+		undo()
 		return nil, err
 	}
 	bx.lifeline = life
 	pids := int64(c.Processes)
 	sc, err := seccompOpt()
 	if err != nil {
-		_ = life.Close()
-		_ = removeTree(dir)
+		undo()
 		return nil, err
 	}
 	hc := &container.HostConfig{
@@ -108,8 +127,8 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: bx.ws, Target: sandbox.WorkspacePath},
 			{Type: mount.TypeBind, Source: bx.code, Target: CodePath, ReadOnly: true},
-			{Type: mount.TypeBind, Source: b.pool.passwd, Target: "/etc/passwd", ReadOnly: true},
-			{Type: mount.TypeBind, Source: b.pool.group, Target: "/etc/group", ReadOnly: true},
+			{Type: mount.TypeBind, Source: passwd, Target: "/etc/passwd", ReadOnly: true},
+			{Type: mount.TypeBind, Source: group, Target: "/etc/group", ReadOnly: true},
 			{Type: mount.TypeBind, Source: lifePath, Target: lifelinePath, ReadOnly: true},
 		},
 		Resources: container.Resources{
@@ -123,7 +142,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 	cfg := &container.Config{
 		Image:           c.Image,
 		Cmd:             lifelineInit,
-		User:            b.user,
+		User:            bx.user,
 		WorkingDir:      sandbox.WorkspacePath,
 		NetworkDisabled: true,
 		Labels:          b.labels(),
@@ -133,8 +152,9 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		tcp = tcpLimit(c.Memory)
 	}
 	if bx.id, err = b.createContainer(ctx, cfg, hc, tcp); err != nil {
-		_ = life.Close()
-		_ = removeTree(dir)
+		// A container the engine made all the same was never started:
+		// no process has its uid (Close or a later sweep removes it).
+		undo()
 		return nil, fmt.Errorf("create container: %w", err)
 	}
 	if _, err := b.cli.ContainerStart(ctx, bx.id, client.ContainerStartOptions{}); err != nil {
@@ -180,7 +200,7 @@ func (b *Backend) prepareDirs(bx *box) error {
 	}
 	var err error
 	if b.root {
-		err = os.Chown(bx.ws, b.cfg.HostUID, b.cfg.HostUID)
+		err = os.Chown(bx.ws, bx.uid, bx.uid)
 	} else {
 		err = os.Chmod(bx.ws, 0o777)
 	}
@@ -188,6 +208,30 @@ func (b *Backend) prepareDirs(bx *box) error {
 		return fmt.Errorf("prepare staging directory: %w", err)
 	}
 	return nil
+}
+
+// takeUID gives bx its host uid: one of its own from the pool when
+// codeagent is root, else Config.HostUID.
+func (b *Backend) takeUID(bx *box) error {
+	bx.uid = b.cfg.HostUID
+	if b.ids != nil {
+		id, err := b.ids.Acquire()
+		if err != nil {
+			return fmt.Errorf("host uid: %w", err)
+		}
+		bx.uid, bx.ownsUID = id, true
+	}
+	bx.user = fmt.Sprintf("%d:%d", bx.uid, bx.uid)
+	return nil
+}
+
+// releaseUID gives bx's uid back to the pool. Only once no process can
+// have it: its container never started, or is removed.
+func (b *Backend) releaseUID(bx *box) {
+	if bx.ownsUID {
+		b.ids.Release(bx.uid)
+		bx.ownsUID = false
+	}
 }
 
 func (b *Backend) labels() map[string]string {
@@ -200,8 +244,9 @@ func (b *Backend) labels() map[string]string {
 	}
 }
 
-// destroy removes a box's container and directories. It is synchronous;
-// callers run it in the background.
+// destroy removes a box's container and directories, and then gives its
+// host uid back (kept when the container could not be removed). It is
+// synchronous; callers run it in the background.
 func (b *Backend) destroy(bx *box) {
 	if bx.id != "" && bx.ran && !bx.handedBack && !b.root {
 		// A run that failed midway: what the program left must still
@@ -213,9 +258,11 @@ func (b *Backend) destroy(bx *box) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
+	removed := true
 	if bx.id != "" {
-		if _, err := b.cli.ContainerRemove(ctx, bx.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
-			b.log.Warn("docker: remove container", "id", short(bx.id), "err", err)
+		if err := b.remove(ctx, bx.id); err != nil && !isNotFound(err) {
+			removed = false
+			b.log.Warn("docker: remove container; its host uid stays taken", "id", short(bx.id), "uid", bx.uid, "err", err)
 		}
 		b.oomKilled(bx.id, false) // forget a late event
 	}
@@ -225,6 +272,15 @@ func (b *Backend) destroy(bx *box) {
 	if err := removeTree(bx.dir); err != nil {
 		b.log.Warn("docker: remove box directory", "dir", bx.dir, "err", err)
 	}
+	if removed {
+		b.releaseUID(bx)
+	}
+}
+
+// removeContainer removes a container and its processes.
+func (b *Backend) removeContainer(ctx context.Context, id string) error {
+	_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	return err
 }
 
 // kill stops every process of the box's container at once.

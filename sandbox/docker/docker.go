@@ -2,15 +2,16 @@
 // per execution, created through the Docker Engine API, with no network, a
 // read-only root, a size-limited /tmp, memory (socket buffers included), CPU
 // and process limits, no capabilities, no-new-privileges, a uid no host
-// account uses, and the engine's default seccomp profile with allow lists
-// for socket families, the native ABI and file modes.
+// account uses (one per container when codeagent is root), and the
+// engine's default seccomp profile with allow lists for socket families,
+// the native ABI and file modes.
 //
 // A warm pool keeps containers started ahead for each limits class, so that
 // an execution only pays for an exec into a running container; every
 // container serves one execution and is then destroyed. The workspace is
 // staged: copied into a host directory that the container has mounted at
-// /workspace, and what the program changed is copied back when it ends.
-// docs/ARCHITECTURE.md explains the design.
+// /workspace, and what the program changed is copied back when it ends,
+// with the owners and modes package wsperm gives. docs/ARCHITECTURE.md explains the design.
 package docker
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/hostids"
 )
 
 // DefaultImage is the image built by images/build-offline.sh and
@@ -59,8 +61,11 @@ type Config struct {
 	CheckInterval time.Duration
 	// HostUID is the user and group id programs run as, on the host as in
 	// the container (the engine maps no ids): sandbox.DefaultHostUID when
-	// 0. New refuses an id that an account, group or subordinate range of
-	// this host uses.
+	// 0. Run by root, it is the first of sandbox.HostUIDCount ids, and
+	// each container takes one of its own (package hostids), so that
+	// concurrent sandboxes share no per-user kernel quota; run by another
+	// user, every container runs as HostUID itself. New refuses ids that
+	// an account, group or subordinate range of this host uses.
 	HostUID int
 	// AllowWeakIsolation runs programs even where a limit cannot be
 	// enforced: on cgroup v1 without root, socket buffers are not limited.
@@ -80,11 +85,13 @@ type Backend struct {
 	cfg   Config
 	log   *slog.Logger
 	cli   *client.Client
-	user  string // uid:gid inside the container
-	root  bool   // codeagent runs as root: staged files are given to the uid
-	v1    bool   // the engine uses cgroup v1, where socket memory needs its own limit
-	owner string // io.codeagent.owner of everything this backend creates
+	ids   *hostids.Pool // the host uids of containers, when root; nil: every one runs as cfg.HostUID
+	root  bool          // codeagent runs as root: staged files are given to the uid
+	v1    bool          // the engine uses cgroup v1, where socket memory needs its own limit
+	owner string        // io.codeagent.owner of everything this backend creates
 	pool  *pool
+	// remove removes a container (removeContainer; tests make it fail).
+	remove func(ctx context.Context, id string) error
 
 	weakOnce sync.Once // warns once of weak isolation
 	// staging: boxes get staging file systems (see stagingfs_linux.go).
@@ -112,7 +119,17 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.HostUID == 0 {
 		cfg.HostUID = sandbox.DefaultHostUID
 	}
-	if err := sandbox.CheckHostUID(cfg.HostUID); err != nil {
+	root := os.Geteuid() == 0
+	var ids *hostids.Pool
+	if root {
+		err := sandbox.CheckHostUIDRange(cfg.HostUID, sandbox.HostUIDCount)
+		if err == nil {
+			ids, err = hostids.Open(hostids.Dir, cfg.HostUID, sandbox.HostUIDCount)
+		}
+		if err != nil {
+			return nil, &sandbox.SetupError{Reason: "docker host uids", Err: err}
+		}
+	} else if err := sandbox.CheckHostUID(cfg.HostUID); err != nil {
 		return nil, &sandbox.SetupError{Reason: "docker host uid", Err: err}
 	}
 	if cfg.StateDir == "" {
@@ -139,8 +156,8 @@ func New(cfg Config) (*Backend, error) {
 	if !Local(cfg.Host) {
 		log.Warn("docker: the engine looks remote; workspaces are staged through bind mounts of this host's directories, which it may not see", "host", cli.DaemonHost())
 	}
-	b := &Backend{cfg: cfg, log: log, cli: cli, owner: ownerID(), root: os.Geteuid() == 0,
-		user: fmt.Sprintf("%d:%d", cfg.HostUID, cfg.HostUID)}
+	b := &Backend{cfg: cfg, log: log, cli: cli, owner: ownerID(), root: root, ids: ids}
+	b.remove = b.removeContainer
 	if b.v1, err = socketMemoryCharged(ctx, cli, cfg.Host); err != nil {
 		_ = cli.Close()
 		return nil, &sandbox.SetupError{Reason: "socket memory", Err: err}

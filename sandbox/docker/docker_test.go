@@ -58,7 +58,8 @@ func TestConformance(t *testing.T) {
 	for _, warm := range []int{0, 2} {
 		t.Run(fmt.Sprintf("Warm%d", warm), func(t *testing.T) {
 			b := newTestBackend(t, Config{Warm: warm})
-			sandboxtest.RunWith(t, b, sandboxtest.Features{CopyBack: true})
+			// Run by an ordinary user, every container runs as one uid.
+			sandboxtest.RunWith(t, b, sandboxtest.Features{CopyBack: true, SharedHostUID: !b.root})
 			if err := b.Close(); err != nil {
 				t.Fatal(err)
 			}

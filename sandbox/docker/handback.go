@@ -36,7 +36,7 @@ func (b *Backend) handBack(bx *box, killed bool) (map[string]fs.FileMode, error)
 		return nil, err
 	}
 	cmd := []string{"/usr/bin/env", "-i", "PATH=/usr/bin:/bin",
-		"find", sandbox.WorkspacePath, "-mindepth", "1", "-user", strconv.Itoa(b.cfg.HostUID), "!", "-type", "l",
+		"find", sandbox.WorkspacePath, "-mindepth", "1", "-user", strconv.Itoa(bx.uid), "!", "-type", "l",
 		"-printf", `%m %P\0`,
 		"(", "-type", "d", "-exec", "chmod", "u+rwx,o+rwx,-t", "{}", ";", "-o", "-exec", "chmod", "u+rw,o+r", "{}", "+", ")"}
 	out, err := b.execOutput(ctx, bx, cmd)
@@ -90,7 +90,7 @@ const maxListing = 64 << 20
 // its standard output; an exit status other than 0 is an error.
 func (b *Backend) execOutput(ctx context.Context, bx *box, cmd []string) ([]byte, error) {
 	ec, err := b.cli.ExecCreate(ctx, bx.id, client.ExecCreateOptions{
-		User: b.user, AttachStdout: true, AttachStderr: true, WorkingDir: "/", Cmd: cmd,
+		User: bx.user, AttachStdout: true, AttachStderr: true, WorkingDir: "/", Cmd: cmd,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create exec: %w", err)

@@ -33,10 +33,9 @@ const maxClasses = 4
 // replaces idle containers that stopped and drops classes unused for
 // Config.IdleTimeout.
 type pool struct {
-	b             *Backend
-	id            string
-	dir           string // host state directory, removed by close
-	passwd, group string // the containers' /etc/passwd and /etc/group
+	b   *Backend
+	id  string
+	dir string // host state directory, removed by close
 
 	wp       *warmpool.Pool[class, *box]
 	stop     chan struct{}
@@ -55,8 +54,7 @@ func newPool(b *Backend) (*pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	p := &pool{b: b, id: id, dir: dir, stop: make(chan struct{}), loopDone: make(chan struct{}),
-		passwd: filepath.Join(dir, "passwd"), group: filepath.Join(dir, "group")}
+	p := &pool{b: b, id: id, dir: dir, stop: make(chan struct{}), loopDone: make(chan struct{})}
 	p.wp = warmpool.New(warmpool.Config[class, *box]{
 		Warm: b.cfg.Warm, MaxClasses: maxClasses, Key: class.key,
 		Create: b.createBox, CreateTimeout: apiTimeout, Destroy: b.destroy,
@@ -66,18 +64,14 @@ func newPool(b *Backend) (*pool, error) {
 		_ = removeTree(dir)
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	if err := writeAccounts(p.passwd, p.group, b.cfg.HostUID); err != nil {
-		_ = removeTree(dir)
-		return nil, err
-	}
 	p.oom = b.watchOOM(id)
 	go p.loop()
 	return p, nil
 }
 
-// writeAccounts writes the containers' /etc/passwd and /etc/group, which
-// name uid (the image's name uid 1000 instead): tools that look the user
-// up (whoami, getpass, git) need a name and a home.
+// writeAccounts writes a container's /etc/passwd and /etc/group, which
+// name its uid (the image's name uid 1000 instead): tools that look the
+// user up (whoami, getpass, git) need a name and a home.
 func writeAccounts(passwd, group string, uid int) error {
 	u := strconv.Itoa(uid)
 	files := map[string]string{

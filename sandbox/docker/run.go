@@ -44,7 +44,7 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 	defer b.pool.release(bx)
 	uid := -1
 	if b.root {
-		uid = b.cfg.HostUID
+		uid = bx.uid
 	}
 	// The workspace is opened once without following links, and both
 	// copies go through that descriptor: a link a program planted in its
@@ -159,7 +159,7 @@ func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Resul
 		return res, &sandbox.SetupError{Reason: "network", Err: err}
 	}
 	ec, err := cli.ExecCreate(actx, e.bx.id, client.ExecCreateOptions{
-		User:         e.b.user,
+		User:         e.bx.user,
 		AttachStdin:  e.spec.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,

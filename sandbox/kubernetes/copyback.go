@@ -13,6 +13,7 @@ import (
 
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
+	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
 
 // maxEntries bounds the entries the agent may report.
@@ -20,20 +21,33 @@ const maxEntries = 100_000
 
 // copyBack applies the agent's account of the Pod's workspace to ws, the
 // Docker backend's rules: new and changed entries are written, those the
-// Pod no longer has (of the ones staged) removed; only permission bits
-// (0777) of files and directories, never owners, setuid, setgid or sticky
-// bits; symbolic links made as links and never followed (every access goes
-// through os.Root, and an entry in the way is removed first); holes kept;
-// and at most limit bytes of growth (allocated blocks and an inode per new
-// entry, as the disk watcher charges them): entries beyond are left out and
-// counted. Every frame comes from the Pod and is treated as hostile.
+// Pod no longer has (of the ones staged) removed; owners and modes as
+// package wsperm says (ws itself untouched; an existing file rewritten in
+// place, keeping its owner, group, ACL and extended attributes, its mode
+// changed only where the program changed it, within wsperm's mask; new
+// entries given to ws's owner when codeagent is root), never setuid,
+// setgid or sticky bits from the program; symbolic links made as links
+// and never followed (every access goes through os.Root, and an entry in
+// the way is removed first); nothing read, written or removed on another
+// file system mounted below ws; holes kept; and at most limit bytes of
+// growth (allocated blocks and an inode per new entry, as the disk watcher
+// charges them): entries beyond are left out and counted. Every frame
+// comes from the Pod and is treated as hostile.
 type copyBack struct {
 	root   *os.Root
+	rule   wsperm.Root
+	dev    uint64 // ws's file system
+	chown  bool   // codeagent is root: new entries are given to ws's owner
 	staged map[string]bool
 	seen   map[string]bool
 	dirs   []dirMode
-	limit  int64
-	used   int64
+	// parents are the final mode and group of the directories applied so
+	// far, which decide those of their new entries; foreign are entries
+	// left alone for another file system, and what the Pod has below them.
+	parents map[string]dirInfo
+	foreign map[string]bool
+	limit   int64
+	used    int64
 	// skipped counts entries left out for the disk limit.
 	skipped int
 	// file being written
@@ -46,7 +60,24 @@ type copyBack struct {
 
 type dirMode struct {
 	rel  string
-	perm fs.FileMode
+	mode uint32
+}
+
+type dirInfo struct {
+	mode uint32
+	gid  int
+}
+
+// newCopyBack returns the copy back into the workspace opened as root,
+// of which staged were sent to the Pod.
+func newCopyBack(root *os.Root, staged map[string]bool, limit int64) (*copyBack, error) {
+	rule, st, err := wsperm.RootOf(root)
+	if err != nil {
+		return nil, fmt.Errorf("stat workspace: %w", err)
+	}
+	return &copyBack{root: root, rule: rule, dev: st.Dev, chown: os.Geteuid() == 0, staged: staged,
+		seen: map[string]bool{}, parents: map[string]dirInfo{".": {rule.Mode, rule.GID}},
+		foreign: map[string]bool{}, limit: limit}, nil
 }
 
 // apply handles one frame of the account.
@@ -69,7 +100,7 @@ func (c *copyBack) apply(f frame) error {
 		if len(f.p) < 4 {
 			return errors.New("short directory entry")
 		}
-		return c.dir(string(f.p[4:]), fs.FileMode(binary.BigEndian.Uint32(f.p)&0o777))
+		return c.dir(string(f.p[4:]), binary.BigEndian.Uint32(f.p)&0o777)
 	case frameLink:
 		if len(f.p) < 2 || len(f.p) < 2+int(binary.BigEndian.Uint16(f.p)) {
 			return errors.New("short link entry")
@@ -81,7 +112,7 @@ func (c *copyBack) apply(f frame) error {
 			return errors.New("short file entry")
 		}
 		size, blocks := int64(binary.BigEndian.Uint64(f.p[4:])), int64(binary.BigEndian.Uint64(f.p[12:]))
-		return c.file(string(f.p[20:]), fs.FileMode(binary.BigEndian.Uint32(f.p)&0o777), size, min(max(blocks, 0)*512, (size+4095)&^4095))
+		return c.file(string(f.p[20:]), binary.BigEndian.Uint32(f.p)&0o777, size, min(max(blocks, 0)*512, (size+4095)&^4095))
 	case frameChunk:
 		if c.cur == nil && !c.curSkip || len(f.p) < 8 {
 			return errors.New("chunk outside a file")
@@ -130,41 +161,90 @@ func (c *copyBack) charge(rel string, n int64) bool {
 	return true
 }
 
-// clear removes rel when it is there as another kind, or as a link.
-func (c *copyBack) clear(rel string, keepDir bool) (exists bool, err error) {
-	fi, err := c.root.Lstat(rel)
-	if err != nil {
-		return false, nil
+// leaveAlone reports whether rel is on, or below, another file system
+// than ws's (remembered for what the Pod has below it).
+func (c *copyBack) leaveAlone(rel string) bool {
+	if c.foreign[path.Dir(rel)] || wsperm.Foreign(c.root, rel, c.dev) {
+		c.foreign[rel] = true
+		return true
 	}
-	if keepDir && fi.IsDir() {
-		return true, nil
-	}
-	if fi.Mode().IsRegular() && !keepDir {
-		return true, nil
-	}
-	return false, c.root.RemoveAll(rel)
+	return false
 }
 
-func (c *copyBack) dir(rel string, perm fs.FileMode) error {
+// clear removes rel when it is there as another kind than dir says (or as
+// a link), and returns the entry kept, or nil. ok is false when a file
+// system mounted below rel stopped its removal.
+func (c *copyBack) clear(rel string, dir bool) (cur fs.FileInfo, ok bool, err error) {
+	fi, err := c.root.Lstat(rel)
+	if err != nil {
+		return nil, true, nil
+	}
+	if dir && fi.IsDir() || !dir && fi.Mode().IsRegular() {
+		return fi, true, nil
+	}
+	gone, err := wsperm.RemoveAll(c.root, rel, c.dev)
+	return nil, gone, err
+}
+
+// parent is the final mode and group of the directory rel is in.
+func (c *copyBack) parent(rel string) dirInfo {
+	dir := path.Dir(rel)
+	if d, ok := c.parents[dir]; ok {
+		return d
+	}
+	d := dirInfo{mode: c.rule.Mode, gid: c.rule.GID}
+	if fi, err := c.root.Lstat(dir); err == nil {
+		st, _ := wsperm.StatOf(fi)
+		d = dirInfo{st.Mode, st.GID}
+	}
+	return d
+}
+
+func (c *copyBack) dir(rel string, p uint32) error {
 	if !validRel(rel) {
 		return fmt.Errorf("bad path %q", rel)
 	}
 	c.seen[rel] = true
-	exists, err := c.clear(rel, true)
-	if err != nil {
+	if c.leaveAlone(rel) {
+		return nil
+	}
+	cur, ok, err := c.clear(rel, true)
+	if err != nil || !ok {
+		c.foreign[rel] = !ok
 		return err
 	}
-	if !exists {
+	parent := c.parent(rel)
+	if cur == nil {
 		if !c.charge(rel, 4096) {
 			return nil
 		}
 		if err := c.root.Mkdir(rel, 0o700); err != nil {
 			return err
 		}
-	} else if err := c.root.Chmod(rel, 0o700); err != nil {
-		return err
+		uid, gid := c.rule.NewOwner(parent.mode, parent.gid)
+		if c.chown {
+			if err := c.root.Lchown(rel, uid, gid); err != nil {
+				return err
+			}
+		}
+		mode := c.rule.NewMode(p, true, parent.mode)
+		c.parents[rel] = dirInfo{mode, gid}
+		c.dirs = append(c.dirs, dirMode{rel, mode})
+		return nil
 	}
-	c.dirs = append(c.dirs, dirMode{rel, perm})
+	old, _ := wsperm.StatOf(cur)
+	mode := c.rule.ChangedMode(old.Mode, p, true, false)
+	c.parents[rel] = dirInfo{mode, old.GID}
+	switch {
+	case !c.chown && old.Mode&0o700 != 0o700:
+		// Not root: codeagent needs to write its entries.
+		if err := c.root.Chmod(rel, wsperm.FileMode(old.Mode|0o700)); err != nil {
+			return err
+		}
+		c.dirs = append(c.dirs, dirMode{rel, mode})
+	case mode != old.Mode:
+		c.dirs = append(c.dirs, dirMode{rel, mode})
+	}
 	return nil
 }
 
@@ -173,8 +253,11 @@ func (c *copyBack) link(rel, target string) error {
 		return fmt.Errorf("bad path %q", rel)
 	}
 	c.seen[rel] = true
+	if c.leaveAlone(rel) {
+		return nil
+	}
 	if _, err := c.root.Lstat(rel); err == nil {
-		if err := c.root.RemoveAll(rel); err != nil {
+		if gone, err := wsperm.RemoveAll(c.root, rel, c.dev); err != nil || !gone {
 			return err
 		}
 	}
@@ -185,42 +268,71 @@ func (c *copyBack) link(rel, target string) error {
 	if !c.charge(rel, n) {
 		return nil
 	}
-	return c.root.Symlink(target, rel)
+	if err := c.root.Symlink(target, rel); err != nil {
+		return err
+	}
+	if c.chown {
+		parent := c.parent(rel)
+		uid, gid := c.rule.NewOwner(parent.mode, parent.gid)
+		return c.root.Lchown(rel, uid, gid)
+	}
+	return nil
 }
 
-// file starts the entry rel of size bytes, which says it takes alloc bytes
-// of disk: admitted by that, and written only while its chunks keep to it.
-func (c *copyBack) file(rel string, perm fs.FileMode, size, alloc int64) error {
+// file starts the entry rel of size bytes, to which the program gave
+// permission bits p, and which says it takes alloc bytes of disk: admitted
+// by that, and written only while its chunks keep to it. An existing file
+// is rewritten in place.
+func (c *copyBack) file(rel string, p uint32, size, alloc int64) error {
 	if !validRel(rel) || size < 0 {
 		return fmt.Errorf("bad file entry %q", rel)
 	}
 	c.seen[rel] = true
 	c.curRel, c.curSize, c.curBytes, c.curSkip = rel, size, 0, false
-	exists, err := c.clear(rel, false)
-	if err != nil {
+	if c.leaveAlone(rel) {
+		c.curSkip = true
+		return nil
+	}
+	cur, ok, err := c.clear(rel, false)
+	if err != nil || !ok {
+		c.curSkip = true
 		return err
 	}
-	var old int64
-	if exists {
-		if fi, err := c.root.Lstat(rel); err == nil {
-			old = allocated(fi)
-		}
-		if err := c.root.Chmod(rel, 0o600); err != nil {
-			return err
-		}
+	parent := c.parent(rel)
+	flag, mode := os.O_WRONLY|os.O_CREATE|os.O_EXCL, c.rule.NewMode(p, false, parent.mode)
+	var old wsperm.Stat
+	var oldAlloc int64
+	opened := false
+	if cur != nil {
+		old, _ = wsperm.StatOf(cur)
+		oldAlloc = allocated(cur)
+		flag, mode = os.O_WRONLY|os.O_TRUNC, c.rule.ChangedMode(old.Mode, p, false, true)
 	}
-	if !c.charge(rel, alloc-old) {
+	if !c.charge(rel, alloc-oldAlloc) {
 		c.curSkip = true
 		return nil
 	}
 	c.used -= alloc // charged again by its chunks
-	f, err := c.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if cur != nil && !c.chown && old.Mode&0o200 == 0 {
+		// Not root: codeagent needs to write it.
+		if err := c.root.Chmod(rel, wsperm.FileMode(old.Mode|0o200)); err != nil {
+			return err
+		}
+		opened = true
+	}
+	f, err := c.root.OpenFile(rel, flag, 0o600)
 	if err != nil {
 		return err
 	}
 	c.cur = f
-	if err := f.Chmod(perm); err != nil {
-		return err
+	if cur == nil && c.chown {
+		uid, gid := c.rule.NewOwner(parent.mode, parent.gid)
+		if err := f.Chown(uid, gid); err != nil {
+			return err
+		}
+	}
+	if cur == nil || opened || mode != old.Mode {
+		return f.Chmod(wsperm.FileMode(mode))
 	}
 	return nil
 }
@@ -253,15 +365,13 @@ func (c *copyBack) finish() error {
 		if last != "" && strings.HasPrefix(rel, last+"/") {
 			continue
 		}
-		// ENOTDIR: a parent is now a file (a directory replaced by a file),
-		// so the entry is gone already.
-		if err := c.root.RemoveAll(rel); err != nil && !errors.Is(err, syscall.ENOTDIR) {
+		if _, err := wsperm.RemoveAll(c.root, rel, c.dev); err != nil {
 			return fmt.Errorf("remove %s: %w", rel, err)
 		}
 		last = rel
 	}
 	for i := len(c.dirs) - 1; i >= 0; i-- {
-		if err := c.root.Chmod(c.dirs[i].rel, c.dirs[i].perm); err != nil {
+		if err := c.root.Chmod(c.dirs[i].rel, wsperm.FileMode(c.dirs[i].mode)); err != nil {
 			return err
 		}
 	}

@@ -10,8 +10,9 @@
 // streams already open: the program's, waiting for its argv, and the Pod's
 // agent (agent.py), which stages the workspace, watches the program and
 // the workspace's size, and sends back what changed, applied with the
-// Docker backend's rules (no links followed, permission bits only, at most
-// the disk limit of growth). Pods are labelled and owned by a Lease that
+// Docker backend's rules (no links followed, owners and modes by package
+// wsperm, nothing on another file system, at most the disk limit of
+// growth). Pods are labelled and owned by a Lease that
 // the backend renews; a later backend's sweep removes what a dead one
 // left. docs/KUBERNETES.md explains the design.
 package kubernetes

@@ -62,10 +62,11 @@ func newTestBackend(t testing.TB, cfg Config) *Backend {
 // limit is the agent's watch of the workspace, which kills the program
 // once past it; the emptyDir's sizeLimit makes the kubelet evict the Pod
 // later, it refuses no write (ReactiveDisk); Pods get no network and an
-// allow list is refused (NoNetwork).
+// allow list is refused (NoNetwork); every Pod runs as uid 2000000000
+// (SharedHostUID).
 func TestConformance(t *testing.T) {
 	b := newTestBackend(t, testConfig(t, 2))
-	sandboxtest.RunWith(t, b, sandboxtest.Features{CopyBack: true, ReactiveDisk: true, NoNetwork: true})
+	sandboxtest.RunWith(t, b, sandboxtest.Features{CopyBack: true, ReactiveDisk: true, NoNetwork: true, SharedHostUID: true})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -276,7 +276,10 @@ func (e *execution) collect(wsPath string, staged map[string]bool) (agentEnd, *c
 		return end, nil, fmt.Errorf("open workspace: %w", err)
 	}
 	defer root.Close()
-	cb := &copyBack{root: root, staged: staged, seen: map[string]bool{}, limit: e.lim.Disk}
+	cb, err := newCopyBack(root, staged, e.lim.Disk)
+	if err != nil {
+		return end, nil, err
+	}
 	frames := e.bx.frames
 	f, err := e.next(context.Background(), 10*time.Second)
 	if err != nil || f.t != frameEnd {

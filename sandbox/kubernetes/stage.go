@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
 
 // chunkSize is the file content carried by one frame.
@@ -19,7 +20,8 @@ const chunkSize = 256 << 10
 // stageIn sends the workspace tree ws (opened without following links:
 // a link planted in it is sent as a link) and spec's files to the agent,
 // then frameStaged. Regular files, directories and symbolic links go;
-// other kinds stay behind; permission bits only. It returns the set of
+// other kinds, and file systems mounted below ws, stay behind; permission
+// bits only. It returns the set of
 // paths sent, which the copy back compares with what the Pod has.
 func stageIn(a *frameWriter, ws string, files []sandbox.File) (map[string]bool, error) {
 	sent := map[string]bool{}
@@ -28,6 +30,10 @@ func stageIn(a *frameWriter, ws string, files []sandbox.File) (map[string]bool, 
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	defer root.Close()
+	_, rs, err := wsperm.RootOf(root)
+	if err != nil {
+		return nil, fmt.Errorf("stat workspace: %w", err)
+	}
 	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -38,6 +44,12 @@ func stageIn(a *frameWriter, ws string, files []sandbox.File) (map[string]bool, 
 		fi, err := root.Lstat(rel)
 		if err != nil {
 			return err
+		}
+		if st, ok := wsperm.StatOf(fi); ok && st.Dev != rs.Dev {
+			if fi.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		perm := uint32(fi.Mode().Perm())
 		switch {

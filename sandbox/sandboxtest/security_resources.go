@@ -36,10 +36,13 @@ func RunSecurity(t *testing.T, sb sandbox.Sandbox) {
 	t.Run("InheritedDescriptors", func(t *testing.T) { inheritedFDs(t, sb) })
 	t.Run("ProcSecrets", func(t *testing.T) { procSecrets(t, sb) })
 	t.Run("InotifyQuota", func(t *testing.T) { inotifyQuota(t, sb) })
+	t.Run("PerSandboxQuota", func(t *testing.T) { perSandboxQuota(t, sb) })
 	t.Run("SocketFamilies", func(t *testing.T) { socketFamilies(t, sb) })
 	t.Run("ForeignABIs", func(t *testing.T) { foreignABIs(t, sb) })
 	t.Run("SetuidFiles", func(t *testing.T) { setuidFiles(t, sb) })
 	t.Run("HostUID", func(t *testing.T) { hostUID(t, sb) })
+	t.Run("WorkspaceOwnership", func(t *testing.T) { workspaceOwnership(t, sb) })
+	t.Run("WorldWritableWorkspace", func(t *testing.T) { worldWritable(t, sb) })
 	t.Run("TCPBufferMemory", func(t *testing.T) { tcpBufferMemory(t, sb) })
 	t.Run("CPUQuota", func(t *testing.T) { cpuQuota(t, sb) })
 }
