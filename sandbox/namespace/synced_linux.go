@@ -168,6 +168,9 @@ func (s *syncedWS) sync(ctx context.Context, live bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if live && s.quiet() {
+		return nil // nothing changed on either side: no need to stop the program
+	}
 	wfd, unlock, err := lockWorkspace(ctx, int(s.ws.Fd()))
 	if err != nil {
 		return err
@@ -201,6 +204,38 @@ func (s *syncedWS) sync(ctx context.Context, live bool) error {
 	return confined(wfd, func(wfd int) error {
 		return s.exchange(wfd, int(s.up.upper.Fd()), intoCopy)
 	})
+}
+
+// quiet reports whether neither side changed since the last sync, as far
+// as a look at both without stopping the program or locking the
+// workspace tells (freezing and thawing a sandbox costs milliseconds; most
+// cells write nothing). A change made just after the look is carried at
+// the next sync, as one made just after a sync would be.
+func (s *syncedWS) quiet() bool {
+	wfd, err := openBeneath(int(s.ws.Fd()), "")
+	if err != nil {
+		return false
+	}
+	defer unix.Close(wfd)
+	curW, err := snapshot(wfd)
+	if err != nil || !sameTree(s.lastW, curW) {
+		return false
+	}
+	curK, err := snapshot(int(s.up.upper.Fd()))
+	return err == nil && sameTree(s.lastK, curK)
+}
+
+// sameTree reports whether two snapshots of a tree show no change.
+func sameTree(a, b map[string]stamp) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for rel, x := range a {
+		if y, ok := b[rel]; !ok || !x.same(y) {
+			return false
+		}
+	}
+	return true
 }
 
 // end makes the last sync, once every process of the sandbox is gone:
