@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"sort"
 	"strings"
 
@@ -41,7 +40,7 @@ func stageOut(src, ws string, snap snapshot, modes map[string]fs.FileMode) error
 		return fmt.Errorf("stat workspace: %w", err)
 	}
 	c := &copyOut{sr: sr, wr: wr, rule: rule, dev: root.Dev, chown: os.Geteuid() == 0,
-		parents: map[string]dirInfo{".": {rule.Mode, rule.GID}}}
+		parents: wsperm.NewDirs(rule)}
 	seen := map[string]bool{}
 	err = fs.WalkDir(sr.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -125,18 +124,13 @@ type copyOut struct {
 	dirs   []dirMode
 	// parents are the final mode and group of the directories copied so
 	// far, which decide those of their new entries.
-	parents map[string]dirInfo
+	parents *wsperm.Dirs
 }
 
 // dirMode is a directory's final mode bits.
 type dirMode struct {
 	rel  string
 	mode uint32
-}
-
-type dirInfo struct {
-	mode uint32
-	gid  int
 }
 
 // perm is the permission bits the program left the staged entry rel with:
@@ -153,20 +147,6 @@ func (s snapshot) perm(rel string, fi fs.FileInfo, modes map[string]fs.FileMode)
 		return fi.Mode().Perm() &^ 0o022
 	}
 	return fi.Mode().Perm()
-}
-
-// parent is the final mode and group of the directory rel is in.
-func (c *copyOut) parent(rel string) dirInfo {
-	dir := path.Dir(rel)
-	if d, ok := c.parents[dir]; ok {
-		return d
-	}
-	d := dirInfo{mode: c.rule.Mode, gid: c.rule.GID}
-	if fi, err := c.wr.Lstat(dir); err == nil {
-		st, _ := wsperm.StatOf(fi)
-		d = dirInfo{st.Mode, st.GID}
-	}
-	return d
 }
 
 // sync makes ws's entry rel like the staged one described by fi, to which
@@ -186,8 +166,8 @@ func (c *copyOut) sync(rel string, fi fs.FileInfo, p uint32, cur fs.FileInfo) (b
 	if cur != nil {
 		old, _ = wsperm.StatOf(cur)
 	}
-	parent := c.parent(rel)
-	uid, gid := c.rule.NewOwner(parent.mode, parent.gid)
+	parent := c.parents.Parent(c.wr, rel)
+	uid, gid := c.rule.NewOwner(parent.Mode, parent.GID)
 	switch {
 	case fi.IsDir() && cur == nil:
 		if err := c.wr.Mkdir(rel, 0o700); err != nil {
@@ -196,12 +176,12 @@ func (c *copyOut) sync(rel string, fi fs.FileInfo, p uint32, cur fs.FileInfo) (b
 		if err := c.own(rel, uid, gid); err != nil {
 			return false, err
 		}
-		mode := c.rule.NewMode(p, true, parent.mode)
-		c.parents[rel] = dirInfo{mode, gid}
+		mode := c.rule.NewMode(p, true, parent.Mode)
+		c.parents.Note(rel, mode, gid)
 		c.dirs = append(c.dirs, dirMode{rel, mode})
 	case fi.IsDir():
 		mode := c.rule.ChangedMode(old.Mode, p, true, false)
-		c.parents[rel] = dirInfo{mode, old.GID}
+		c.parents.Note(rel, mode, old.GID)
 		switch {
 		case !c.chown && old.Mode&0o700 != 0o700:
 			// Not root: codeagent needs to write its entries.
@@ -232,13 +212,13 @@ func (c *copyOut) sync(rel string, fi fs.FileInfo, p uint32, cur fs.FileInfo) (b
 // file copies the staged regular file rel: over the existing one in place
 // (same inode: owner, group, ACL and extended attributes kept) when exists,
 // else to a new file given to uid:gid.
-func (c *copyOut) file(rel string, p uint32, exists bool, old wsperm.Stat, parent dirInfo, uid, gid int) error {
+func (c *copyOut) file(rel string, p uint32, exists bool, old wsperm.Stat, parent wsperm.Dir, uid, gid int) error {
 	in, err := c.sr.Open(rel)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	flag, mode := os.O_WRONLY|os.O_CREATE|os.O_EXCL, c.rule.NewMode(p, false, parent.mode)
+	flag, mode := os.O_WRONLY|os.O_CREATE|os.O_EXCL, c.rule.NewMode(p, false, parent.Mode)
 	opened := false
 	if exists {
 		flag, mode = os.O_WRONLY|os.O_TRUNC, c.rule.ChangedMode(old.Mode, p, false, true)

@@ -44,7 +44,7 @@ type copyBack struct {
 	// parents are the final mode and group of the directories applied so
 	// far, which decide those of their new entries; foreign are entries
 	// left alone for another file system, and what the Pod has below them.
-	parents map[string]dirInfo
+	parents *wsperm.Dirs
 	foreign map[string]bool
 	limit   int64
 	used    int64
@@ -63,11 +63,6 @@ type dirMode struct {
 	mode uint32
 }
 
-type dirInfo struct {
-	mode uint32
-	gid  int
-}
-
 // newCopyBack returns the copy back into the workspace opened as root,
 // of which staged were sent to the Pod.
 func newCopyBack(root *os.Root, staged map[string]bool, limit int64) (*copyBack, error) {
@@ -76,7 +71,7 @@ func newCopyBack(root *os.Root, staged map[string]bool, limit int64) (*copyBack,
 		return nil, fmt.Errorf("stat workspace: %w", err)
 	}
 	return &copyBack{root: root, rule: rule, dev: st.Dev, chown: os.Geteuid() == 0, staged: staged,
-		seen: map[string]bool{}, parents: map[string]dirInfo{".": {rule.Mode, rule.GID}},
+		seen: map[string]bool{}, parents: wsperm.NewDirs(rule),
 		foreign: map[string]bool{}, limit: limit}, nil
 }
 
@@ -186,20 +181,6 @@ func (c *copyBack) clear(rel string, dir bool) (cur fs.FileInfo, ok bool, err er
 	return nil, gone, err
 }
 
-// parent is the final mode and group of the directory rel is in.
-func (c *copyBack) parent(rel string) dirInfo {
-	dir := path.Dir(rel)
-	if d, ok := c.parents[dir]; ok {
-		return d
-	}
-	d := dirInfo{mode: c.rule.Mode, gid: c.rule.GID}
-	if fi, err := c.root.Lstat(dir); err == nil {
-		st, _ := wsperm.StatOf(fi)
-		d = dirInfo{st.Mode, st.GID}
-	}
-	return d
-}
-
 func (c *copyBack) dir(rel string, p uint32) error {
 	if !validRel(rel) {
 		return fmt.Errorf("bad path %q", rel)
@@ -213,7 +194,7 @@ func (c *copyBack) dir(rel string, p uint32) error {
 		c.foreign[rel] = !ok
 		return err
 	}
-	parent := c.parent(rel)
+	parent := c.parents.Parent(c.root, rel)
 	if cur == nil {
 		if !c.charge(rel, 4096) {
 			return nil
@@ -221,20 +202,20 @@ func (c *copyBack) dir(rel string, p uint32) error {
 		if err := c.root.Mkdir(rel, 0o700); err != nil {
 			return err
 		}
-		uid, gid := c.rule.NewOwner(parent.mode, parent.gid)
+		uid, gid := c.rule.NewOwner(parent.Mode, parent.GID)
 		if c.chown {
 			if err := c.root.Lchown(rel, uid, gid); err != nil {
 				return err
 			}
 		}
-		mode := c.rule.NewMode(p, true, parent.mode)
-		c.parents[rel] = dirInfo{mode, gid}
+		mode := c.rule.NewMode(p, true, parent.Mode)
+		c.parents.Note(rel, mode, gid)
 		c.dirs = append(c.dirs, dirMode{rel, mode})
 		return nil
 	}
 	old, _ := wsperm.StatOf(cur)
 	mode := c.rule.ChangedMode(old.Mode, p, true, false)
-	c.parents[rel] = dirInfo{mode, old.GID}
+	c.parents.Note(rel, mode, old.GID)
 	switch {
 	case !c.chown && old.Mode&0o700 != 0o700:
 		// Not root: codeagent needs to write its entries.
@@ -272,8 +253,8 @@ func (c *copyBack) link(rel, target string) error {
 		return err
 	}
 	if c.chown {
-		parent := c.parent(rel)
-		uid, gid := c.rule.NewOwner(parent.mode, parent.gid)
+		parent := c.parents.Parent(c.root, rel)
+		uid, gid := c.rule.NewOwner(parent.Mode, parent.GID)
 		return c.root.Lchown(rel, uid, gid)
 	}
 	return nil
@@ -298,8 +279,8 @@ func (c *copyBack) file(rel string, p uint32, size, alloc int64) error {
 		c.curSkip = true
 		return err
 	}
-	parent := c.parent(rel)
-	flag, mode := os.O_WRONLY|os.O_CREATE|os.O_EXCL, c.rule.NewMode(p, false, parent.mode)
+	parent := c.parents.Parent(c.root, rel)
+	flag, mode := os.O_WRONLY|os.O_CREATE|os.O_EXCL, c.rule.NewMode(p, false, parent.Mode)
 	var old wsperm.Stat
 	var oldAlloc int64
 	opened := false
@@ -326,7 +307,7 @@ func (c *copyBack) file(rel string, p uint32, size, alloc int64) error {
 	}
 	c.cur = f
 	if cur == nil && c.chown {
-		uid, gid := c.rule.NewOwner(parent.mode, parent.gid)
+		uid, gid := c.rule.NewOwner(parent.Mode, parent.GID)
 		if err := f.Chown(uid, gid); err != nil {
 			return err
 		}

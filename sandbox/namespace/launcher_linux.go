@@ -26,18 +26,18 @@ import (
 // launcher starts (bwrap takes it only from its real command line), so
 // launchers are kept per command.
 type launcher struct {
-	key     string
-	cmd     *exec.Cmd
+	key string
+	cmd *exec.Cmd
 	// uid is the host uid (and gid) of the sandbox when root, its own
 	// among the sandboxes of this host (see hostids), -1 otherwise;
 	// releaseUID gives it back once nothing of the sandbox is left.
 	uid        int
 	releaseUID func()
-	cg      runCgroup     // nil without cgroups
-	moved   chan struct{} // closed when the move into cg is done
-	moveErr error
-	closed  bool
-	live    *atomic.Int64 // the backend's count of cgroups not yet removed
+	cg         runCgroup     // nil without cgroups
+	moved      chan struct{} // closed when the move into cg is done
+	moveErr    error
+	closed     bool
+	live       *atomic.Int64 // the backend's count of cgroups not yet removed
 
 	// upper is the launcher's upper file system when workspaces are
 	// overlays (see prepareUpper), ready once upperDone is closed.

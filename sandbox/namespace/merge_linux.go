@@ -334,30 +334,12 @@ func (m *merger) writeFile(ufd int, c *upperEntry, wfd int, name string, old, pa
 		return err
 	}
 	if old != nil {
-		if err := m.copyOldXattrs(wfd, c.name, old, fd); err != nil {
+		if err := copyOldXattrs(wfd, c.name, old, fd); err != nil {
 			return err
 		}
 	}
 	// After the attributes: an ACL's mask is the group bits of the mode.
 	return errors.Join(unix.Fchmod(fd, mode), setTimes(fd, "", &c.st))
-}
-
-// copyOldXattrs gives fd the extended attributes of entry name of wfd, the
-// regular file old describes (checked to be the same inode).
-func (m *merger) copyOldXattrs(wfd int, name string, old *unix.Stat_t, fd int) error {
-	ofd, err := unix.Openat(wfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(ofd)
-	var st unix.Stat_t
-	if err := unix.Fstat(ofd, &st); err != nil {
-		return err
-	}
-	if st.Dev != old.Dev || st.Ino != old.Ino {
-		return errors.New("the file changed during the merge")
-	}
-	return copyXattrs(ofd, fd)
 }
 
 // copyContent copies regular file name of ufd into fd, holes kept.

@@ -219,8 +219,8 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	}
 	defer wsFile.Close()
 	source, watched, dl := wsDir, wsDir, diskwatch.Limits{Bytes: r.lim.Disk}
-	var up *upperFS   // the overlay's upper layer, when the workspace is one
-	var sw *syncedWS  // or the program's copy of the workspace (see synced)
+	var up *upperFS  // the overlay's upper layer, when the workspace is one
+	var sw *syncedWS // or the program's copy of the workspace (see synced)
 	var wsSt unix.Stat_t
 	if r.b.asRoot() {
 		if err := unix.Fstat(int(wsFile.Fd()), &wsSt); err != nil {

@@ -232,15 +232,7 @@ func (c *copier) file(spd int, sname string, srcSt *unix.Stat_t, pd int, tmp str
 		return err
 	}
 	if had && !toK {
-		old, err := unix.Openat(pd, path.Base(rel), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err == nil {
-			var ost unix.Stat_t
-			if unix.Fstat(old, &ost) == nil && ost.Ino == cur.Ino && ost.Dev == cur.Dev {
-				err = copyXattrs(old, fd)
-			}
-			unix.Close(old)
-		}
-		if err != nil {
+		if err := copyOldXattrs(pd, path.Base(rel), cur, fd); err != nil {
 			return err
 		}
 	}

@@ -23,11 +23,11 @@ import (
 // sandboxMounts is what an execution adds to a warm interpreter's mount
 // namespace.
 type sandboxMounts struct {
-	wsTree   int      // the workspace's detached mount (or its overlay's), for /workspace
-	code     int      // a detached read-only tmpfs with the files, mounted at /code
-	tmpSize  int64    // the size of /tmp
-	shmSize  int64    // the size of /dev/shm
-	codePath string   // where code goes: /code
+	wsTree   int    // the workspace's detached mount (or its overlay's), for /workspace
+	code     int    // a detached read-only tmpfs with the files, mounted at /code
+	tmpSize  int64  // the size of /tmp
+	shmSize  int64  // the size of /dev/shm
+	codePath string // where code goes: /code
 }
 
 // mountInto attaches m in the mount namespace of process pid. As in

@@ -85,6 +85,24 @@ func confined(wfd int, fn func(wfd int) error) error {
 	})
 }
 
+// copyOldXattrs gives fd the extended attributes of entry name of wfd, the
+// regular file old describes (checked to be the same inode).
+func copyOldXattrs(wfd int, name string, old *unix.Stat_t, fd int) error {
+	ofd, err := unix.Openat(wfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ofd)
+	var st unix.Stat_t
+	if err := unix.Fstat(ofd, &st); err != nil {
+		return err
+	}
+	if st.Dev != old.Dev || st.Ino != old.Ino {
+		return errors.New("the file changed while it was replaced")
+	}
+	return copyXattrs(ofd, fd)
+}
+
 // copyXattrs gives file to the extended attributes of file from (an ACL
 // among them), but file capabilities and overlayfs's own: a file whose
 // content a program wrote keeps its owner's settings, never a privilege.

@@ -107,3 +107,39 @@ func RemoveAll(r *os.Root, rel string, dev uint64) (gone bool, err error) {
 	}
 	return true, r.Remove(rel)
 }
+
+// Dir is a directory's final mode and group, which decide those of the
+// new entries made in it.
+type Dir struct {
+	Mode uint32
+	GID  int
+}
+
+// Dirs remembers, for a copy back that sets directories' modes last, the
+// final mode and group of the directories it made or changed.
+type Dirs struct {
+	root Root
+	dirs map[string]Dir
+}
+
+// NewDirs starts with the workspace directory, root.
+func NewDirs(root Root) *Dirs {
+	return &Dirs{root: root, dirs: map[string]Dir{".": {root.Mode, root.GID}}}
+}
+
+// Note records the final mode and group of directory rel.
+func (d *Dirs) Note(rel string, mode uint32, gid int) { d.dirs[rel] = Dir{mode, gid} }
+
+// Parent is the final mode and group of the directory rel is in: as noted,
+// else as r has it, else the workspace directory's.
+func (d *Dirs) Parent(r *os.Root, rel string) Dir {
+	dir := path.Dir(rel)
+	if p, ok := d.dirs[dir]; ok {
+		return p
+	}
+	if fi, err := r.Lstat(dir); err == nil {
+		st, _ := StatOf(fi)
+		return Dir{st.Mode, st.GID}
+	}
+	return Dir{d.root.Mode, d.root.GID}
+}
