@@ -269,6 +269,9 @@ const mcpInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"
 // token changes at each start and its file goes at shutdown.
 func TestServeTokenByDefault(t *testing.T) {
 	data := t.TempDir()
+	if err := os.Chmod(data, 0o700); err != nil { // private, as a data directory must be: the link is what is tried
+		t.Fatal(err)
+	}
 	victim := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(victim, []byte("precious"), 0o644)
 	tokenFile := filepath.Join(data, "serve-token")
