@@ -3,6 +3,8 @@
 package namespace
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path"
 	"sort"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -190,3 +193,30 @@ func ownedByRoot(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && st.Uid == 0
 }
+
+// readChildPid reads the child's pid from bwrap's --info-fd report. bwrap
+// writes the rest of the report only once the user namespace is ready,
+// which with --userns-block-fd waits for us, so the pid is read as soon as
+// it arrives rather than with the whole JSON object. EOF before it
+// means bwrap failed to set the sandbox up.
+func readChildPid(r io.Reader) (int, error) {
+	var buf []byte
+	chunk := make([]byte, 256)
+	for len(buf) < 4096 {
+		n, err := r.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		// A write of fewer than PIPE_BUF bytes arrives whole, so digits
+		// at the end of what was read are the whole number.
+		if m := childPidRe.FindSubmatch(buf); m != nil {
+			if pid, err := strconv.Atoi(string(m[1])); err == nil && pid > 0 {
+				return pid, nil
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return 0, errors.New("bubblewrap exited during setup")
+}
+
+var childPidRe = lazyre.New(`"child-pid"\s*:\s*([0-9]+)`)

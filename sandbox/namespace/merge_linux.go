@@ -11,12 +11,10 @@ import (
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/codeagent/codeagent/sandbox/internal/sparse"
 	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
 
@@ -66,10 +64,8 @@ func mergeUpper(upper, ws *os.File) error {
 		if err := unix.Fstat(wfd, &wst); err != nil {
 			return err
 		}
-		var rnd [8]byte
-		_, _ = rand.Read(rnd[:])
 		m := &merger{ws: wfd, root: wsperm.NewRoot(wst.Uid, wst.Gid, wst.Mode), links: map[uint64]string{},
-			tempPrefix: ".codeagent-tmp-" + hex.EncodeToString(rnd[:]) + "-"}
+			replacer: newReplacer("tmp")}
 		if err := m.holdOrigins(root); err != nil {
 			return err
 		}
@@ -89,9 +85,7 @@ type merger struct {
 	root  wsperm.Root       // the workspace directory: owners and modes of new entries
 	hold  string            // the holding directory's name in ws, once made
 	links map[uint64]string // upper inode of a file with hard links: its first path in ws
-
-	tempPrefix string // of temporary names, random per merge
-	temps      int
+	*replacer
 }
 
 // holdOrigins moves the directories the program renamed into the holding
@@ -320,76 +314,13 @@ func (m *merger) writeFile(ufd int, c *upperEntry, wfd int, name string, old, pa
 		// size and times say, so no setuid or setgid bit survives.
 		uid, gid, mode = int(old.Uid), int(old.Gid), m.root.ChangedMode(old.Mode, c.st.Mode, false, true)
 	}
-	fd, err := unix.Openat(wfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	in, err := unix.Openat(ufd, c.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	if c.st.Size > 0 {
-		if err := copyContent(ufd, c.name, fd); err != nil {
-			return err
-		}
-	}
-	if err := unix.Fchown(fd, uid, gid); err != nil {
-		return err
-	}
-	if old != nil {
-		if err := copyOldXattrs(wfd, c.name, old, fd); err != nil {
-			return err
-		}
-	}
-	// After the attributes: an ACL's mask is the group bits of the mode.
-	return errors.Join(unix.Fchmod(fd, mode), setTimes(fd, "", &c.st))
-}
-
-// copyContent copies regular file name of ufd into fd, holes kept.
-func copyContent(ufd int, name string, fd int) error {
-	in, err := unix.Openat(ufd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	src := os.NewFile(uintptr(in), name)
+	src := os.NewFile(uintptr(in), c.name)
 	defer src.Close()
-	dup, err := unix.Dup(fd)
-	if err != nil {
-		return err
-	}
-	dst := os.NewFile(uintptr(dup), name)
-	defer dst.Close()
-	return sparse.Copy(dst, src)
-}
-
-// put makes the entry name of wfd with mk: directly where nothing is in
-// the way, else under a temporary name that is then renamed over the old
-// entry (a directory there is removed first), so that other hard links of
-// a file replaced keep their content.
-func (m *merger) put(wfd int, name string, exists, curDir bool, mk func(name string) error) error {
-	if !exists {
-		err := mk(name)
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			_ = unix.Unlinkat(wfd, name, 0) // what mk made of it
-		}
-		return err
-	}
-	tmp := m.tempName()
-	err := mk(tmp)
-	if err == nil {
-		err = m.replace(wfd, tmp, name, curDir)
-	}
-	if err != nil {
-		_ = unix.Unlinkat(wfd, tmp, 0)
-	}
-	return err
-}
-
-// replace renames tmp over name in wfd; a directory there is removed first.
-func (m *merger) replace(wfd int, tmp, name string, curDir bool) error {
-	if curDir {
-		if err := removeAllAt(wfd, name); err != nil {
-			return err
-		}
-	}
-	return unix.Renameat(wfd, tmp, wfd, name)
+	return newCopy(src, wfd, name, uid, gid, mode, &c.st, c.name, old)
 }
 
 // link makes name in wfd a hard link of the workspace's file at first.
@@ -401,13 +332,6 @@ func (m *merger) link(first string, wfd int, name string, exists, curDir bool) e
 	}
 	defer unix.Close(pfd)
 	return m.put(wfd, name, exists, curDir, func(name string) error { return unix.Linkat(pfd, base, wfd, name, 0) })
-}
-
-// tempName is a name for an entry about to be renamed over another: unique
-// in this merge, and made with O_EXCL or its kind's equivalent.
-func (m *merger) tempName() string {
-	m.temps++
-	return m.tempPrefix + strconv.Itoa(m.temps)
 }
 
 // emptyDirAt removes everything in directory name of dir, not following

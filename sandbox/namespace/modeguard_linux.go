@@ -27,8 +27,7 @@ import (
 // descriptors, confined to the workspace, so that a program still running
 // (a kernel between cells) cannot turn it elsewhere.
 
-// maxGuarded bounds the entries a guard notes; past it, entries not noted
-// are taken as new.
+// maxGuarded bounds the entries a guard notes.
 const maxGuarded = 200_000
 
 type inodeID struct{ dev, ino uint64 }
@@ -37,6 +36,10 @@ type modeGuard struct {
 	root  wsperm.Root
 	rootM uint32
 	modes map[inodeID]uint32 // 0o7777 bits before the program
+	// partial says that not every entry was noted (past maxGuarded, or
+	// below a directory that could not be read): an entry not noted may
+	// be the user's own, and is left as it is.
+	partial bool
 }
 
 // guardModes notes the modes of the workspace open as ws (O_PATH).
@@ -51,13 +54,14 @@ func guardModes(ws *os.File) (*modeGuard, error) {
 		return nil, err
 	}
 	g := &modeGuard{root: wsperm.NewRoot(st.Uid, st.Gid, st.Mode), rootM: st.Mode & 0o7777, modes: map[inodeID]uint32{}}
-	// What cannot be read (a directory its owner closed) is taken as new.
-	_ = walkSameDev(fd, st.Dev, "", func(dir int, _, name string, st *unix.Stat_t) error {
-		if len(g.modes) < maxGuarded {
-			g.modes[inodeID{st.Dev, st.Ino}] = st.Mode & 0o7777
+	err = walkSameDev(fd, st.Dev, "", func(dir int, _, name string, st *unix.Stat_t) error {
+		if len(g.modes) >= maxGuarded {
+			return errStopWalk
 		}
+		g.modes[inodeID{st.Dev, st.Ino}] = st.Mode & 0o7777
 		return nil
 	})
+	g.partial = err != nil
 	return g, nil
 }
 
@@ -77,7 +81,10 @@ func (g *modeGuard) restore(ws *os.File) error {
 			if kind != unix.S_IFDIR && kind != unix.S_IFREG {
 				return nil
 			}
-			old := g.modes[inodeID{st.Dev, st.Ino}]
+			old, noted := g.modes[inodeID{st.Dev, st.Ino}]
+			if !noted && g.partial {
+				return nil
+			}
 			allowed := (g.root.Mode | old) & 0o022
 			if st.Mode&0o022&^allowed == 0 {
 				return nil
@@ -155,7 +162,11 @@ func walkSameDev(fd int, dev uint64, rel string, fn func(dir int, rel, name stri
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			sub, err := openBeneath(fd, name)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ELOOP) {
+				continue // gone, a mount point, or replaced by a link meanwhile
+			}
 			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
 				continue
 			}
 			err = walkSameDev(sub, dev, p, fn)

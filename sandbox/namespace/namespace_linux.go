@@ -7,10 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +17,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 	"github.com/codeagent/codeagent/sandbox/internal/hostids"
@@ -349,42 +346,6 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	return res, nil
 }
 
-// overlay makes the workspace an overlay in l's mount namespace when
-// overlays are on (see upperFS) and the spec does not ask for a live
-// workspace, and returns its upper layer and the disk watcher's limits for
-// it; a nil layer means that the workspace is to be bound itself. A
-// workspace the overlay cannot be mounted over (its file system refuses to
-// be a lower layer) is bound itself, with a warning.
-func (r *run) overlay(l *launcher, wsFile *os.File, wsSt *unix.Stat_t) (*upperFS, diskwatch.Limits, error) {
-	dl := diskwatch.Limits{Bytes: r.lim.Disk}
-	if !r.b.overlays.Load() || l.upperDone == nil || r.spec.LiveWorkspace {
-		return nil, dl, nil
-	}
-	up, err := r.b.upperFor(l, r.lim)
-	if err == nil {
-		dl, err = up.start(r.lim, wsSt.Mode)
-	}
-	if err != nil {
-		r.b.overlaysFailed(err)
-		return nil, diskwatch.Limits{Bytes: r.lim.Disk}, nil
-	}
-	if err := r.b.attachOverlay(l, wsFile, wsSt); err != nil {
-		r.b.log.Warn("cannot mount an overlay over this workspace; binding it itself, its disk limit resting on the disk watcher", "workspace", wsFile.Name(), "err", err)
-		return nil, diskwatch.Limits{Bytes: r.lim.Disk}, nil
-	}
-	r.b.mu.Lock()
-	r.b.running[up] = struct{}{}
-	r.b.mu.Unlock()
-	return up, dl, nil
-}
-
-// unregister ends the metering of up's run.
-func (b *Backend) unregister(up *upperFS) {
-	b.mu.Lock()
-	delete(b.running, up)
-	b.mu.Unlock()
-}
-
 // watch kills l's sandbox at the wall-clock limit or when ctx ends, until
 // the returned stop is called.
 func (r *run) watch(ctx context.Context, l *launcher) (stop func()) {
@@ -493,33 +454,6 @@ func (r *run) verdict(res *sandbox.Result, ps *os.ProcessState, waitErr error, s
 		res.ExitCode = 127 // the shell's "command not found"
 	}
 }
-
-// readChildPid reads the child's pid from bwrap's --info-fd report. bwrap
-// writes the rest of the report only once the user namespace is ready,
-// which with --userns-block-fd waits for us, so the pid is read as soon as
-// it arrives rather than with the whole JSON object. EOF before it
-// means bwrap failed to set the sandbox up.
-func readChildPid(r io.Reader) (int, error) {
-	var buf []byte
-	chunk := make([]byte, 256)
-	for len(buf) < 4096 {
-		n, err := r.Read(chunk)
-		buf = append(buf, chunk[:n]...)
-		// A write of fewer than PIPE_BUF bytes arrives whole, so digits
-		// at the end of what was read are the whole number.
-		if m := childPidRe.FindSubmatch(buf); m != nil {
-			if pid, err := strconv.Atoi(string(m[1])); err == nil && pid > 0 {
-				return pid, nil
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	return 0, errors.New("bubblewrap exited during setup")
-}
-
-var childPidRe = lazyre.New(`"child-pid"\s*:\s*([0-9]+)`)
 
 // programHostUID is the host uid of programs when codeagent runs as root.
 func programHostUID(cfg Config) int {

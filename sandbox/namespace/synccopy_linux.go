@@ -3,16 +3,12 @@
 package namespace
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/codeagent/codeagent/sandbox/internal/sparse"
 	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
 
@@ -26,8 +22,7 @@ type copier struct {
 	uid        int         // the sandbox's host uid
 	w, k       int         // the workspace and the copy
 	curW, curK map[string]stamp
-	temps      int
-	prefix     string
+	rep        *replacer // puts entries in place of others
 }
 
 // trees returns the source and destination of o and the source's stamps.
@@ -173,7 +168,7 @@ func (c *copier) put(o op) error {
 		}
 		return setTimes(pd, name, &srcSt)
 	case unix.S_IFREG:
-		return c.replace(pd, name, exists, curKind == unix.S_IFDIR, func(tmp string) error {
+		return c.rep.put(pd, name, exists, curKind == unix.S_IFDIR, func(tmp string) error {
 			return c.file(spd, sname, &srcSt, pd, tmp, toK, o.rel, exists && curKind == unix.S_IFREG, &cur, &pst)
 		})
 	case unix.S_IFLNK:
@@ -182,7 +177,7 @@ func (c *copier) put(o op) error {
 			return err
 		}
 		uid, gid, _ := c.newEntry(toK, o.rel, 0o777, false, &pst)
-		return c.replace(pd, name, exists, curKind == unix.S_IFDIR, func(tmp string) error {
+		return c.rep.put(pd, name, exists, curKind == unix.S_IFDIR, func(tmp string) error {
 			if err := unix.Symlinkat(target, pd, tmp); err != nil {
 				return err
 			}
@@ -190,7 +185,7 @@ func (c *copier) put(o op) error {
 		})
 	case unix.S_IFIFO:
 		uid, gid, mode := c.newEntry(toK, o.rel, sst.mode, false, &pst)
-		return c.replace(pd, name, exists, curKind == unix.S_IFDIR, func(tmp string) error {
+		return c.rep.put(pd, name, exists, curKind == unix.S_IFDIR, func(tmp string) error {
 			if err := unix.Mknodat(pd, tmp, unix.S_IFIFO|mode, 0); err != nil {
 				return err
 			}
@@ -215,57 +210,10 @@ func (c *copier) file(spd int, sname string, srcSt *unix.Stat_t, pd int, tmp str
 	if err := unix.Fstat(in, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Ino != srcSt.Ino {
 		return errors.New("changed while it was copied")
 	}
-	fd, err := unix.Openat(pd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return err
-	}
-	dst := os.NewFile(uintptr(fd), tmp)
-	defer dst.Close()
-	if err := sparse.Copy(dst, src); err != nil {
-		return err
-	}
 	uid, gid, mode := c.newEntry(toK, rel, st.Mode, false, pst)
-	if had && !toK {
-		uid, gid, mode = int(cur.Uid), int(cur.Gid), c.root.ChangedMode(cur.Mode, st.Mode, false, true)
+	if !had || toK {
+		return newCopy(src, pd, tmp, uid, gid, mode, &st, "", nil)
 	}
-	if err := unix.Fchown(fd, uid, gid); err != nil {
-		return err
-	}
-	if had && !toK {
-		if err := copyOldXattrs(pd, path.Base(rel), cur, fd); err != nil {
-			return err
-		}
-	}
-	return errors.Join(unix.Fchmod(fd, mode), setTimes(fd, "", &st))
-}
-
-// replace makes entry name of pd with mk: directly where nothing is in
-// the way, else under a temporary name renamed over it (a directory there
-// removed first).
-func (c *copier) replace(pd int, name string, exists, curDir bool, mk func(name string) error) error {
-	if !exists {
-		err := mk(name)
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			_ = unix.Unlinkat(pd, name, 0)
-		}
-		return err
-	}
-	if c.prefix == "" {
-		var rnd [8]byte
-		_, _ = rand.Read(rnd[:])
-		c.prefix = ".codeagent-sync-" + hex.EncodeToString(rnd[:]) + "-"
-	}
-	c.temps++
-	tmp := c.prefix + strconv.Itoa(c.temps)
-	err := mk(tmp)
-	if err == nil && curDir {
-		err = removeAllAt(pd, name)
-	}
-	if err == nil {
-		err = unix.Renameat(pd, tmp, pd, name)
-	}
-	if err != nil {
-		_ = unix.Unlinkat(pd, tmp, 0)
-	}
-	return err
+	uid, gid, mode = int(cur.Uid), int(cur.Gid), c.root.ChangedMode(cur.Mode, st.Mode, false, true)
+	return newCopy(src, pd, tmp, uid, gid, mode, &st, path.Base(rel), cur)
 }

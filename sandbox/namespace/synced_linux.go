@@ -276,7 +276,7 @@ func (s *syncedWS) exchange(wfd, kfd int, intoCopy func() (func() error, error))
 			paths[rel] = true
 		}
 	}
-	c := &copier{root: root, uid: s.uid, w: wfd, k: kfd, curW: curW, curK: curK}
+	c := &copier{root: root, uid: s.uid, w: wfd, k: kfd, curW: curW, curK: curK, rep: newReplacer("sync")}
 	var puts, removes []op
 	for rel := range paths {
 		wc, kc := changed(s.lastW, curW, rel), changed(s.lastK, curK, rel)

@@ -355,3 +355,39 @@ func overlayUsable() error {
 	}
 	return unix.Close(fd)
 }
+
+// overlay makes the workspace an overlay in l's mount namespace when
+// overlays are on (see upperFS) and the spec does not ask for a live
+// workspace, and returns its upper layer and the disk watcher's limits for
+// it; a nil layer means that the workspace is to be bound itself. A
+// workspace the overlay cannot be mounted over (its file system refuses to
+// be a lower layer) is bound itself, with a warning.
+func (r *run) overlay(l *launcher, wsFile *os.File, wsSt *unix.Stat_t) (*upperFS, diskwatch.Limits, error) {
+	dl := diskwatch.Limits{Bytes: r.lim.Disk}
+	if !r.b.overlays.Load() || l.upperDone == nil || r.spec.LiveWorkspace {
+		return nil, dl, nil
+	}
+	up, err := r.b.upperFor(l, r.lim)
+	if err == nil {
+		dl, err = up.start(r.lim, wsSt.Mode)
+	}
+	if err != nil {
+		r.b.overlaysFailed(err)
+		return nil, diskwatch.Limits{Bytes: r.lim.Disk}, nil
+	}
+	if err := r.b.attachOverlay(l, wsFile, wsSt); err != nil {
+		r.b.log.Warn("cannot mount an overlay over this workspace; binding it itself, its disk limit resting on the disk watcher", "workspace", wsFile.Name(), "err", err)
+		return nil, diskwatch.Limits{Bytes: r.lim.Disk}, nil
+	}
+	r.b.mu.Lock()
+	r.b.running[up] = struct{}{}
+	r.b.mu.Unlock()
+	return up, dl, nil
+}
+
+// unregister ends the metering of up's run.
+func (b *Backend) unregister(up *upperFS) {
+	b.mu.Lock()
+	delete(b.running, up)
+	b.mu.Unlock()
+}

@@ -4,8 +4,12 @@ package namespace
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -13,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox/internal/osthread"
+	"github.com/codeagent/codeagent/sandbox/internal/sparse"
 )
 
 // Writing into a host workspace as root. Whatever root does there works
@@ -214,4 +219,72 @@ func removeAllAt(dir int, name string) error {
 		return err
 	}
 	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+}
+
+// replacer makes entries where others may be: directly where nothing is
+// in the way, else under a temporary name (random per replacer, made with
+// O_EXCL or its kind's equivalent) that is then renamed over the old entry
+// (a directory there removed first), so that other hard links of a
+// replaced file keep their content.
+type replacer struct {
+	prefix string
+	n      int
+}
+
+// newReplacer returns a replacer whose temporary names start with what.
+func newReplacer(what string) *replacer {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	return &replacer{prefix: ".codeagent-" + what + "-" + hex.EncodeToString(rnd[:]) + "-"}
+}
+
+// put makes entry name of dir with mk; exists and curDir say what is there.
+func (r *replacer) put(dir int, name string, exists, curDir bool, mk func(name string) error) error {
+	if !exists {
+		err := mk(name)
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			_ = unix.Unlinkat(dir, name, 0) // what mk made of it
+		}
+		return err
+	}
+	r.n++
+	tmp := r.prefix + strconv.Itoa(r.n)
+	err := mk(tmp)
+	if err == nil && curDir {
+		err = removeAllAt(dir, name)
+	}
+	if err == nil {
+		err = unix.Renameat(dir, tmp, dir, name)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(dir, tmp, 0)
+	}
+	return err
+}
+
+// newCopy makes name of dir (O_EXCL, following no link) a copy of the open
+// regular file src, holes kept, owned by uid:gid, of mode, with the access
+// and modification times of times. With old (the entry oldName of dir that
+// it is to replace) it first takes old's extended attributes, file
+// capabilities aside; the mode comes after them, since an ACL's mask is
+// the group bits of the mode.
+func newCopy(src *os.File, dir int, name string, uid, gid int, mode uint32, times *unix.Stat_t, oldName string, old *unix.Stat_t) error {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	dst := os.NewFile(uintptr(fd), name)
+	defer dst.Close()
+	if err := sparse.Copy(dst, src); err != nil {
+		return err
+	}
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return err
+	}
+	if old != nil {
+		if err := copyOldXattrs(dir, oldName, old, fd); err != nil {
+			return err
+		}
+	}
+	return errors.Join(unix.Fchmod(fd, mode), setTimes(fd, "", times))
 }
