@@ -28,6 +28,9 @@ type ResultJSON struct {
 	PeakMemoryBytes int64  `json:"peak_memory_bytes"`
 	// Egress is present when the execution had a network (see Network).
 	Egress *EgressJSON `json:"egress,omitempty"`
+	// WeakIsolation is present when the program ran with weaker isolation
+	// than required, accepted by the caller (Result.WeakIsolation).
+	WeakIsolation []string `json:"weak_isolation,omitempty"`
 }
 
 // JSON returns the JSON form of r.
@@ -45,6 +48,7 @@ func (r Result) JSON() ResultJSON {
 		CPUMS:           r.CPUTime.Milliseconds(),
 		PeakMemoryBytes: r.PeakMemory,
 		Egress:          r.Egress.JSON(),
+		WeakIsolation:   r.WeakIsolation,
 	}
 	if !utf8.Valid(r.Stdout) {
 		j.StdoutBase64 = base64.StdEncoding.EncodeToString(r.Stdout)

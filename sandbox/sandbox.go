@@ -162,6 +162,11 @@ type Result struct {
 	PeakMemory      int64
 	// Egress records the network, for a Spec with a Network.
 	Egress *Egress
+	// WeakIsolation names what the backend's isolation probe found not
+	// refused, when the caller accepted running anyway
+	// (--allow-weak-isolation); empty when the program ran as the
+	// conformance suite requires.
+	WeakIsolation []string
 }
 
 // ExitStatus is the process exit status a command-line front end should

@@ -82,6 +82,10 @@ func (r *Recorder) Execution(start map[string]any, run func() (sandbox.Result, e
 		// Every connection attempt, allowed or refused, with its bytes.
 		end["egress"] = res.Egress.JSON()
 	}
+	if len(res.WeakIsolation) > 0 {
+		// The caller accepted weaker isolation than required: say what.
+		end["weak_isolation"] = res.WeakIsolation
+	}
 	if runErr != nil {
 		end["status"], end["error"] = sandbox.StatusSandboxError.String(), runErr.Error()
 	}

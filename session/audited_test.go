@@ -85,3 +85,44 @@ func TestAuditedNetwork(t *testing.T) {
 		t.Errorf("exec_end: %s", end)
 	}
 }
+
+type weakSandbox struct{ weak []string }
+
+func (w weakSandbox) Run(context.Context, sandbox.Spec) (sandbox.Result, error) {
+	return sandbox.Result{Status: sandbox.StatusOK, WeakIsolation: w.weak}, nil
+}
+func (weakSandbox) Close() error { return nil }
+
+// TestAuditedWeakIsolation: an execution that ran with weaker isolation
+// than required, accepted by the caller (--allow-weak-isolation), says
+// what in its exec_end record and in the agent's executed record; one that
+// ran fully isolated says nothing of it.
+func TestAuditedWeakIsolation(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "codeagent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rec := NewRecorder(ctx, st, "s", "", "run1", nil)
+	weak := []string{"ptrace: ptrace attached to PID 1"}
+	for _, w := range [][]string{nil, weak} {
+		if _, err := Audited(weakSandbox{weak: w}, rec).Run(ctx, sandbox.Spec{Command: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := sandbox.Result{Status: sandbox.StatusOK, WeakIsolation: weak}.JSON()
+	rec.Event(agent.Event{Type: agent.EventExecuted, Result: &res})
+	recs, _ := st.AuditLog(ctx, "s")
+	var ends []string
+	for _, r := range recs {
+		if r.Kind == store.KindExecEnd || r.Kind == "executed" {
+			ends = append(ends, string(r.Data))
+		}
+	}
+	if len(ends) != 3 || strings.Contains(ends[0], "weak_isolation") ||
+		!strings.Contains(ends[1], `"weak_isolation":["ptrace: ptrace attached to PID 1"]`) ||
+		!strings.Contains(ends[2], `"weak_isolation":["ptrace: ptrace attached to PID 1"]`) {
+		t.Fatalf("records: %q", ends)
+	}
+}

@@ -94,13 +94,17 @@ func (r *Recorder) Event(e agent.Event) {
 			r.cur.Wall = time.Duration(res.WallMS) * time.Millisecond
 			r.cur.CPU = time.Duration(res.CPUMS) * time.Millisecond
 			r.cur.PeakMemory = res.PeakMemoryBytes
-			r.audit("executed", map[string]any{"attempt": e.Attempt, "phase": e.Phase,
+			rec := map[string]any{"attempt": e.Attempt, "phase": e.Phase,
 				"status": res.Status, "exit_code": res.ExitCode, "signal": res.Signal, "message": res.Message,
 				"wall_ms": res.WallMS, "cpu_ms": res.CPUMS, "peak_memory_bytes": res.PeakMemoryBytes,
 				"stdout_sha256": hash([]byte(res.Stdout)), "stderr_sha256": hash([]byte(res.Stderr)),
 				"stdout": head(res.Stdout), "stderr": head(res.Stderr),
 				"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated,
-				"error_class": e.ErrorClass})
+				"error_class": e.ErrorClass}
+			if len(res.WeakIsolation) > 0 {
+				rec["weak_isolation"] = res.WeakIsolation
+			}
+			r.audit("executed", rec)
 		}
 		r.cur.ErrorClass = string(e.ErrorClass)
 		r.sandbox += time.Duration(e.DurationMS) * time.Millisecond

@@ -20,9 +20,10 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.StringVar(&b.Image, "image", "", "docker and kubernetes backends: the sandbox image (default codeagent-sandbox:latest)")
 	fs.StringVar(&b.Kube.Kubeconfig, "kubeconfig", "", "kubernetes backend: kubeconfig file (default $KUBECONFIG, in-cluster, ~/.kube/config)")
 	fs.StringVar(&b.Kube.Namespace, "namespace", "", "kubernetes backend: namespace of the sandbox Pods (default the kubeconfig's, or the server Pod's own)")
-	fs.StringVar(&b.Kube.RuntimeClass, "runtime-class", "", "kubernetes backend: the Pods' runtime class, e.g. gvisor or kata (default the cluster's runtime)")
-	fs.StringVar(&b.Kube.SeccompProfile, "seccomp-profile", "", "kubernetes backend: a Localhost seccomp profile in the kubelet's seccomp directory,\n"+
-		"e.g. codeagent.json (docs/KUBERNETES.md); default RuntimeDefault")
+	fs.StringVar(&b.Kube.RuntimeClass, "runtime-class", "", "kubernetes backend: the Pods' runtime class, e.g. gvisor or kata, or default for the node's runtime\n"+
+		"(default codeagent where the cluster has it)")
+	fs.StringVar(&b.Kube.SeccompProfile, "seccomp-profile", "", "kubernetes backend: a Localhost seccomp profile in the kubelet's seccomp directory, or RuntimeDefault\n"+
+		"(default codeagent.json where the node has it; docs/KUBERNETES.md)")
 	return b
 }
 
@@ -34,3 +35,7 @@ func (b *backendFlags) options(o backends.Options) backends.Options {
 	o.Image, o.Kubernetes = b.Image, b.Kube
 	return o
 }
+
+// weakIsolationUsage is the help of --allow-weak-isolation.
+const weakIsolationUsage = "run where isolation is weaker than required: rlimits where cgroups are missing; kubernetes Pods\n" +
+	"where the isolation probe found something not refused (each result and audit record says what)"

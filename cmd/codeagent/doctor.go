@@ -19,7 +19,7 @@ func cmdDoctor(ctx context.Context, s stdio, args []string) int {
 		return code
 	}
 	if *backend == "kubernetes" {
-		return kubeDoctor(ctx, s, bf)
+		return kubeDoctor(ctx, s, bf, *weak)
 	}
 	rep := namespace.Probe(namespace.Config{AllowWeakIsolation: *weak})
 	printDoctor(s.out, rep)

@@ -87,7 +87,7 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	durationVar(fs, &o.ScoreTimeout, "score-timeout", 0, boundProgramTime, "time limit of each run of the hidden tests (default 3s for HumanEval tasks, as the reference harness; 30s for codeagent tasks, which may set their own)")
 	durationVar(fs, &o.TaskTimeout, "task-timeout", 15*time.Minute, boundTaskTime, "time limit of one task's agent run (0: none)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}

@@ -55,7 +55,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the result")
 	fs.StringVar(&o.Backend, "backend", "", "sandbox backend: auto (namespace), namespace, docker or kubernetes (default auto)")
 	o.Backends = addBackendFlags(fs)
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the language's tool must be listed; its limits apply under the flags")
 	o.Net.register(fs)
 	if code, done := parseFlags(fs, args); done {

@@ -40,7 +40,7 @@ func cmdMCP(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the tools and languages offered, their limits, the policy and run limits")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
 	o.Provider = addProviderFlags(fs)
 	o.Egress.register(fs)
 	if code, done := parseFlags(fs, args); done {

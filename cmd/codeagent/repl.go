@@ -45,7 +45,7 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each cell (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of the kernel (default 512MiB)")
 	fs.StringVar(&o.Backend, "backend", "", "sandbox backend: auto (namespace), namespace or docker (default auto)")
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}

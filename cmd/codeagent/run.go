@@ -89,7 +89,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Events, "events", "", "write one JSON line per step to FILE, or - for stdout")
 	fs.BoolVar(&o.Progress, "progress", false, "show live progress on stderr even when it is not a terminal")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
 	fs.StringVar(&o.Session, "session", "", "continue this session (same workspace, earlier turns in context); created if new")
 	fs.BoolVar(&o.Wait, "wait", false, "with --session: wait while another process runs the session instead of failing")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")

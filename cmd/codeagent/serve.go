@@ -90,7 +90,7 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	sizeVar(fs, &o.KernelMemory, "kernel-memory", boundMemory, "memory limit of each kernel over its life (default 512MiB)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace, docker or kubernetes")
 	o.Backends = addBackendFlags(fs)
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, "run even where cgroups are missing (rlimits only)")
+	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
 	durationVar(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, boundShutdown, "how long running executions may take to finish at shutdown")
 	o.Provider = addProviderFlags(fs)
 	o.Egress.register(fs)

@@ -17,8 +17,10 @@ import (
 
 // Options configure whichever backend is opened.
 type Options struct {
-	// AllowWeakIsolation accepts rlimits where cgroups are missing, and for
-	// docker, socket buffers without a limit on cgroup v1 without root.
+	// AllowWeakIsolation accepts rlimits where cgroups are missing; for
+	// docker, socket buffers without a limit on cgroup v1 without root; for
+	// kubernetes, Pods where its isolation probe found something not
+	// refused (each result then says what).
 	AllowWeakIsolation bool
 	// Warm is how many sandboxes to start ahead; 0 for a single execution.
 	// For docker it is the number of idle containers per limits class.
@@ -81,7 +83,8 @@ func open(name string, opts Options) (sandbox.Sandbox, error) {
 	case "kubernetes":
 		k := opts.Kubernetes
 		b, err := kubernetes.New(kubernetes.Config{Kubeconfig: k.Kubeconfig, Namespace: k.Namespace, Image: opts.Image,
-			RuntimeClass: k.RuntimeClass, SeccompProfile: k.SeccompProfile, Warm: opts.Warm, Logger: opts.Logger})
+			RuntimeClass: k.RuntimeClass, SeccompProfile: k.SeccompProfile, Warm: opts.Warm, Logger: opts.Logger,
+			AllowWeakIsolation: opts.AllowWeakIsolation})
 		if err != nil {
 			return nil, err
 		}

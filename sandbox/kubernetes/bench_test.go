@@ -50,6 +50,22 @@ func BenchmarkColdRun(b *testing.B) {
 	report(b, latencies(b, nil, func() { runPass(b, bk) }))
 }
 
+// BenchmarkStart is New with no pool, Close excluded: the Lease, the
+// sweep and the isolation probe, which starts one Pod (probe-pods, per
+// start, says so); compare with BenchmarkColdRun, one Pod start and a run.
+func BenchmarkStart(b *testing.B) {
+	cfg := testConfig(b, 0)
+	var probes int64
+	lat := latencies(b, nil, func() {
+		bk := newTestBackend(b, cfg)
+		b.StopTimer()
+		probes += bk.probes.Load()
+		bk.Close()
+	})
+	report(b, lat)
+	b.ReportMetric(float64(probes)/float64(b.N), "probe-pods")
+}
+
 func runPass(b *testing.B, bk *Backend) {
 	spec := passSpec
 	spec.Workspace = b.TempDir()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,6 +172,9 @@ func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod) (time.Time, 
 				continue
 			}
 			last = describe(p)
+			if err := permanent(p); err != nil {
+				return time.Time{}, fmt.Errorf("Pod %s cannot start: %w", pod.Name, err)
+			}
 			switch p.Status.Phase {
 			case corev1.PodFailed, corev1.PodSucceeded:
 				return time.Time{}, fmt.Errorf("Pod %s ended before use: %s", pod.Name, last)
@@ -183,6 +187,19 @@ func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod) (time.Time, 
 			}
 		}
 	}
+}
+
+// permanent returns the error of a Pod that will never start and that
+// waiting would only hide: a Localhost seccomp profile the node does not
+// have (errSeccompProfile).
+func permanent(p *corev1.Pod) error {
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && strings.HasPrefix(w.Reason, "CreateContainer") &&
+			strings.Contains(strings.ToLower(w.Message), "seccomp profile") {
+			return fmt.Errorf("%w: %s", errSeccompProfile, w.Message)
+		}
+	}
+	return nil
 }
 
 // describe says where a Pod is in its start, for errors.

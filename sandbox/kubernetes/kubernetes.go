@@ -6,6 +6,13 @@
 // token, resource limits from sandbox.Limits, size-limited emptyDirs for
 // the workspace and /tmp, and an activeDeadlineSeconds on every Pod.
 //
+// Before any program runs in Pods of a template, a probe program tries
+// in one what the conformance suite relies on being refused (isolation.go);
+// the backend refuses to run programs where one succeeds, unless
+// Config.AllowWeakIsolation accepts it and every result says so. By
+// default it chooses codeagent's runtime class and seccomp profile where
+// the cluster offers them.
+//
 // A warm pool keeps Pods running ahead per limits class, each with two exec
 // streams already open: the program's, waiting for its argv, and the Pod's
 // agent (agent.py), which stages the workspace, watches the program and
@@ -25,9 +32,12 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -40,6 +50,22 @@ const DefaultImage = "codeagent-sandbox:latest"
 
 // CodePath is the only directory where Spec.Files may be placed.
 const CodePath = "/code"
+
+// Defaults of Config.RuntimeClass and Config.SeccompProfile: codeagent's
+// runtime class where the cluster has it (scripts/kube-local.sh installs
+// it) and its Localhost profile, which the probe finds missing or not.
+const (
+	DefaultRuntimeClass   = "codeagent"
+	DefaultSeccompProfile = "codeagent.json"
+	// SeccompRuntimeDefault names the runtime's own profile.
+	SeccompRuntimeDefault = "RuntimeDefault"
+	// RuntimeClassDefault names the node's default runtime.
+	RuntimeClassDefault = "default"
+)
+
+// autoSeccompProfile is DefaultSeccompProfile; a test names a profile no
+// node has, to see the backend on a cluster without codeagent's.
+var autoSeccompProfile = DefaultSeccompProfile
 
 // Environment variables that set Config's fields left empty.
 const (
@@ -61,12 +87,19 @@ type Config struct {
 	// needs bash, env, prlimit and python3 (for the agent).
 	Image string
 	// RuntimeClass is the Pods' runtimeClassName (gVisor, Kata, ...); empty
-	// means $CODEAGENT_KUBE_RUNTIME_CLASS or the cluster's default runtime.
+	// means $CODEAGENT_KUBE_RUNTIME_CLASS, else DefaultRuntimeClass when the
+	// cluster has it, else the node's default runtime (RuntimeClassDefault
+	// names that one).
 	RuntimeClass string
 	// SeccompProfile is a Localhost profile, relative to the kubelet's
-	// seccomp directory (codeagent.json, which scripts/kube-local.sh
-	// installs); empty means $CODEAGENT_KUBE_SECCOMP_PROFILE or RuntimeDefault.
+	// seccomp directory, or SeccompRuntimeDefault; empty means
+	// $CODEAGENT_KUBE_SECCOMP_PROFILE, else DefaultSeccompProfile when the
+	// node has it (scripts/kube-local.sh installs it), else RuntimeDefault.
 	SeccompProfile string
+	// AllowWeakIsolation runs programs in Pods where the isolation probe
+	// found something the conformance suite relies on not refused; each
+	// result names what (sandbox.Result.WeakIsolation).
+	AllowWeakIsolation bool
 	// Warm is how many idle Pods to keep armed per limits class.
 	Warm int
 	// HostUID is the uid and gid programs run as: sandbox.DefaultHostUID.
@@ -97,6 +130,16 @@ type Backend struct {
 	lease *coordv1.Lease
 	pool  *pool
 	watch *podWatch
+
+	// The isolation probe's results per template (isolation.go).
+	isoMu sync.Mutex
+	iso   map[isoKey]*isoState
+	// tmplMu guards cfg.SeccompProfile, which the probe may change from
+	// the default to RuntimeDefault, and tmplNote, how both were chosen.
+	tmplMu      sync.Mutex
+	tmplNote    string
+	autoSeccomp atomic.Bool
+	probes      atomic.Int64 // probe Pods started, for tests
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -105,8 +148,12 @@ var _ sandbox.Sandbox = (*Backend)(nil)
 const apiTimeout = 30 * time.Second
 
 // New connects to the cluster, creates the backend's Lease and the
-// namespace's shared objects, sweeps what dead backends left and starts
-// the warm pool. Errors are *sandbox.SetupError.
+// namespace's shared objects, sweeps what dead backends left, chooses the
+// runtime class and seccomp profile left empty, runs the isolation probe
+// in one Pod and, when it passed (or AllowWeakIsolation), starts the warm
+// pool. Where the probe found weaker isolation, New succeeds and every Run
+// is refused with an *IsolationError inside a *sandbox.SetupError. Other
+// errors are *sandbox.SetupError.
 func New(cfg Config) (*Backend, error) {
 	cfg = withDefaults(cfg)
 	log := cfg.Logger
@@ -127,7 +174,8 @@ func New(cfg Config) (*Backend, error) {
 	}
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	b := &Backend{cfg: cfg, log: log, rest: rc, api: api, id: hex.EncodeToString(r[:]), owner: procid.Self().String()}
+	b := &Backend{cfg: cfg, log: log, rest: rc, api: api, id: hex.EncodeToString(r[:]), owner: procid.Self().String(),
+		iso: map[isoKey]*isoState{}}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	if _, err := api.serverVersion(ctx); err != nil {
@@ -145,12 +193,48 @@ func New(cfg Config) (*Backend, error) {
 	} else if n > 0 {
 		log.Info("kubernetes: removed leftovers of earlier runs", "pods", n)
 	}
+	b.chooseTemplate(ctx)
 	b.watch = newPodWatch(b)
 	b.pool = newPool(b)
+	iso, err := b.isolation(context.Background(), sandbox.DefaultLimits())
+	if err != nil {
+		_ = b.Close()
+		return nil, &sandbox.SetupError{Reason: "check the isolation of sandbox Pods", Err: err}
+	}
+	switch failed := iso.Failed(); {
+	case len(failed) > 0 && !cfg.AllowWeakIsolation:
+		// Every Run says why (gate); no Pod is kept warm for nothing.
+		return b, nil
+	case len(failed) > 0:
+		log.Warn("kubernetes: running programs with weaker isolation (--allow-weak-isolation)", "weak", strings.Join(failed, "; "))
+	}
 	if cfg.Warm > 0 {
 		b.pool.prime(classOf(sandbox.DefaultLimits()))
 	}
 	return b, nil
+}
+
+// chooseTemplate resolves the runtime class and seccomp profile that
+// Config left to the backend.
+func (b *Backend) chooseTemplate(ctx context.Context) {
+	var notes []string
+	switch b.cfg.RuntimeClass {
+	case RuntimeClassDefault:
+		b.cfg.RuntimeClass = ""
+	case "":
+		if _, err := b.api.runtimeClasses().Get(ctx, DefaultRuntimeClass, metav1.GetOptions{}); err == nil {
+			b.cfg.RuntimeClass = DefaultRuntimeClass
+			notes = append(notes, "runtime class "+DefaultRuntimeClass+" found in the cluster")
+		} else {
+			notes = append(notes, "no runtime class "+DefaultRuntimeClass+" in the cluster: the node's default runtime")
+		}
+	}
+	if b.cfg.SeccompProfile == "" {
+		b.cfg.SeccompProfile = autoSeccompProfile
+		b.autoSeccomp.Store(true)
+		notes = append(notes, "seccomp profile "+autoSeccompProfile+" by default")
+	}
+	b.tmplNote = strings.Join(notes, "; ")
 }
 
 func withDefaults(cfg Config) Config {
@@ -166,8 +250,8 @@ func withDefaults(cfg Config) Config {
 	env(&cfg.Image, EnvImage, DefaultImage)
 	env(&cfg.RuntimeClass, EnvRuntimeClass, "")
 	env(&cfg.SeccompProfile, EnvSeccomp, "")
-	if strings.EqualFold(cfg.SeccompProfile, "RuntimeDefault") {
-		cfg.SeccompProfile = ""
+	if strings.EqualFold(cfg.SeccompProfile, SeccompRuntimeDefault) {
+		cfg.SeccompProfile = SeccompRuntimeDefault
 	}
 	dur := func(d *time.Duration, def time.Duration) {
 		if *d <= 0 {
@@ -239,7 +323,15 @@ func (b *Backend) destroy(bx *box) {
 
 // Run implements sandbox.Sandbox.
 func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	return sandbox.RunChecked(ctx, spec, "kubernetes", validate, b.execute)
+	return sandbox.RunChecked(ctx, spec, "kubernetes", validate, func(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits) (sandbox.Result, error) {
+		weak, err := b.gate(ctx, lim)
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		res, err := b.execute(ctx, spec, lim)
+		res.WeakIsolation = weak
+		return res, err
+	})
 }
 
 func validate(spec sandbox.Spec) error {

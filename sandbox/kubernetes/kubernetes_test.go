@@ -30,20 +30,13 @@ func clusterOrSkip(t testing.TB) string {
 	return kc
 }
 
-// testConfig is the backend on the test cluster, with the runtime class
-// and seccomp profile that scripts/kube-local.sh installs (the project's
-// profile; a cluster's RuntimeDefault allows more, see docs/KUBERNETES.md);
-// $CODEAGENT_KUBE_RUNTIME_CLASS and $CODEAGENT_KUBE_SECCOMP_PROFILE override them.
+// testConfig is the backend on the test cluster as a user gets it: the
+// runtime class and seccomp profile are the backend's defaults (or
+// $CODEAGENT_KUBE_RUNTIME_CLASS and $CODEAGENT_KUBE_SECCOMP_PROFILE, as
+// for a user), and the backend refuses to start programs where its
+// isolation probe finds them weaker than this suite requires.
 func testConfig(t testing.TB, warm int) Config {
-	cfg := Config{Kubeconfig: clusterOrSkip(t), Warm: warm, Logger: testLogger(t),
-		RuntimeClass: os.Getenv(EnvRuntimeClass), SeccompProfile: os.Getenv(EnvSeccomp)}
-	if cfg.RuntimeClass == "" {
-		cfg.RuntimeClass = "codeagent"
-	}
-	if cfg.SeccompProfile == "" {
-		cfg.SeccompProfile = "codeagent.json"
-	}
-	return cfg
+	return Config{Kubeconfig: clusterOrSkip(t), Warm: warm, Logger: testLogger(t)}
 }
 
 func newTestBackend(t testing.TB, cfg Config) *Backend {

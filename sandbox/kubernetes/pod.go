@@ -68,14 +68,13 @@ func (b *Backend) podSpec(c class, life time.Duration) *corev1.Pod {
 	storage := resource.NewQuantity(c.Disk+workspaceRoom, resource.BinarySI)
 	tmp := resource.NewQuantity(c.Disk, resource.BinarySI)
 	code := resource.NewQuantity(64<<20, resource.BinarySI)
+	rc, profile, _ := b.template()
 	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
-	if b.cfg.SeccompProfile != "" {
-		p := b.cfg.SeccompProfile
-		seccomp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &p}
+	if profile != SeccompRuntimeDefault {
+		seccomp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &profile}
 	}
 	var runtimeClass *string
-	if b.cfg.RuntimeClass != "" {
-		rc := b.cfg.RuntimeClass
+	if rc != "" {
 		runtimeClass = &rc
 	}
 	zero := int64(0)

@@ -84,7 +84,7 @@ func Probe(ctx context.Context, cfg Config) Report {
 			r.RuntimeClasses = append(r.RuntimeClasses, c.Name+" ("+c.Handler+")")
 		}
 	}
-	if cfg.RuntimeClass != "" {
+	if cfg.RuntimeClass != "" && cfg.RuntimeClass != RuntimeClassDefault {
 		if _, err := api.runtimeClasses().Get(ctx, cfg.RuntimeClass, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			r.Problems = append(r.Problems, "runtime class "+cfg.RuntimeClass+" does not exist")
 		}
