@@ -49,6 +49,16 @@ var languages = []Language{
 	},
 }
 
+// Describe names the languages and their aliases, for help texts and
+// schemas: "python (py, python3), javascript (js, node) or bash (sh)".
+func Describe() string {
+	var parts []string
+	for _, l := range languages {
+		parts = append(parts, l.Name+" ("+strings.Join(l.Aliases, ", ")+")")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
 // All returns the supported languages.
 func All() []Language { return append([]Language(nil), languages...) }
 

@@ -170,3 +170,28 @@ func TestMCPPanicIsAnError(t *testing.T) {
 		t.Fatalf("after the panic: %v %+v", err, res)
 	}
 }
+
+// TestCheckCodeTakesAliases: check_code takes every name execute_code
+// takes ("py", "js", "sh"), and refuses an unknown one as a tool error.
+func TestCheckCodeTakesAliases(t *testing.T) {
+	srv, _, _ := newServer(t)
+	st, ct := mcp.NewInMemoryTransports()
+	go func() { _ = srv.Run(context.Background(), st) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for _, l := range []string{"py", "python3", "js", "node", "sh", "Python"} {
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "check_code", Arguments: map[string]any{"language": l, "code": "x = 1"}})
+		if err != nil || res.IsError {
+			t.Errorf("check_code in %q: %v %+v", l, err, res)
+		}
+	}
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "check_code", Arguments: map[string]any{"language": "cobol", "code": "x"}})
+	if err == nil && !res.IsError {
+		t.Errorf("check_code in cobol: %+v", res)
+	}
+}

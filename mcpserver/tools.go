@@ -175,7 +175,8 @@ func (s *Server) addTools() error {
 			s.executeCode)
 	}
 	checkSchema, err := inputSchema[CheckInput](func(sc *jsonschema.Schema) {
-		sc.Properties["language"].Enum = []any{"python", "javascript", "bash"}
+		// Any name package lang knows, aliases included, as execute_code.
+		sc.Properties["language"].Description = "language of the code: " + lang.Describe()
 	})
 	if err != nil {
 		return err

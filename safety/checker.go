@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/safety/internal/tsparse"
 )
 
@@ -28,27 +28,25 @@ const (
 // Languages lists the supported languages.
 func Languages() []Language { return []Language{Python, JavaScript, Bash} }
 
-// ParseLanguage returns the Language called name, or an error naming the
-// supported ones.
+// ParseLanguage returns the Language called name or one of its aliases
+// ("py", "js", ...), as package lang, the one registry of languages,
+// knows them; or an error naming the supported ones.
 func ParseLanguage(name string) (Language, error) {
-	switch l := Language(strings.ToLower(name)); l {
-	case Python, JavaScript, Bash:
-		return l, nil
+	l, err := lang.Lookup(name)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("unknown language %q (want python, javascript or bash)", name)
+	return Language(l.Name), nil
 }
 
-// LanguageForFile guesses the language from a file name's extension.
+// LanguageForFile guesses the language from a file name's extension (as
+// lang.Detect).
 func LanguageForFile(name string) (Language, bool) {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".py":
-		return Python, true
-	case ".js", ".mjs", ".cjs":
-		return JavaScript, true
-	case ".sh", ".bash":
-		return Bash, true
+	l, err := lang.Detect(name)
+	if err != nil {
+		return "", false
 	}
-	return "", false
+	return Language(l.Name), true
 }
 
 // hardMaxInput is the largest max_input_bytes a policy may set: tree-sitter
