@@ -38,6 +38,9 @@ const (
 	DefaultFreshStartAfter = 3
 	DefaultMaxTestRounds   = 3
 	DefaultMaxSteps        = 20
+	// MaxIterationsCeiling is the most attempts one run may be given, at
+	// every door (CLI, HTTP, MCP, the manifest).
+	MaxIterationsCeiling = 100
 )
 
 // Modes of Config.Mode.
@@ -140,8 +143,8 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if cfg.MaxIterations == 0 {
 		cfg.MaxIterations = DefaultMaxIterations
 	}
-	if cfg.MaxIterations < 0 || cfg.MaxIterations > 100 {
-		return nil, fmt.Errorf("%w: max iterations %d is not between 1 and 100", ErrConfig, cfg.MaxIterations)
+	if cfg.MaxIterations < 0 || cfg.MaxIterations > MaxIterationsCeiling {
+		return nil, fmt.Errorf("%w: max iterations %d is not between 1 and %d", ErrConfig, cfg.MaxIterations, MaxIterationsCeiling)
 	}
 	if cfg.FreshStartAfter == 0 {
 		cfg.FreshStartAfter = DefaultFreshStartAfter

@@ -31,8 +31,8 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, argError("task is empty")
 	case len(in.Task) > s.cfg.MaxTask:
 		return nil, out, argError("task is longer than %d bytes", s.cfg.MaxTask)
-	case in.MaxIterations < 0 || in.MaxIterations > 20:
-		return nil, out, argError("max_iterations %d: want 1 to 20", in.MaxIterations)
+	case in.MaxIterations < 0 || in.MaxIterations > agent.MaxIterationsCeiling:
+		return nil, out, argError("max_iterations %d: want 1 to %d", in.MaxIterations, agent.MaxIterationsCeiling)
 	case int64(len(in.Tests)) > s.cfg.MaxCode:
 		return nil, out, argError("tests are larger than %s", sandbox.FormatSize(s.cfg.MaxCode))
 	case in.Tests != "" && l.Name != "python":

@@ -7,6 +7,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/manifest"
@@ -73,7 +74,7 @@ type RunTaskInput struct {
 	Task          string            `json:"task" jsonschema:"the task in plain language"`
 	Language      string            `json:"language,omitempty" jsonschema:"language of the program (default python)"`
 	Files         map[string]string `json:"files,omitempty" jsonschema:"text input files to write into the workspace first: plain name to content"`
-	MaxIterations int               `json:"max_iterations,omitempty" jsonschema:"attempts at the program (1-20)"`
+	MaxIterations int               `json:"max_iterations,omitempty" jsonschema:"attempts at the program (1-100)"`
 	Tests         string            `json:"tests,omitempty" jsonschema:"pytest tests that import from solution; success means they pass (python only)"`
 	Verify        *bool             `json:"verify,omitempty" jsonschema:"ask the model whether a successful run completed the task (default true)"`
 	AllowHosts    []string          `json:"allow_hosts,omitempty" jsonschema:"hosts the programs may reach through codeagent's HTTP proxy (HOST[:PORT]), within the server's egress ceiling; none means no network"`
@@ -195,7 +196,7 @@ func (s *Server) addTools() error {
 			sc.Properties["task"].MinLength = ptr(1)
 			sc.Properties["language"].Description = "language of the program; offered here: " + langs + " (default " + s.langs[0] + ")"
 			sc.Properties["max_iterations"].Minimum = ptr(0.0)
-			sc.Properties["max_iterations"].Maximum = ptr(20.0)
+			sc.Properties["max_iterations"].Maximum = ptr(float64(agent.MaxIterationsCeiling))
 		})
 		if err != nil {
 			return err

@@ -267,8 +267,8 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	case len(req.Task) > maxTaskLen:
 		s.writeError(w, r, badRequest("the task is longer than %d bytes", maxTaskLen))
 		return
-	case req.MaxIterations < 0 || req.MaxIterations > 20:
-		s.writeError(w, r, badRequest("max_iterations %d: want 1 to 20", req.MaxIterations))
+	case req.MaxIterations < 0 || req.MaxIterations > agent.MaxIterationsCeiling:
+		s.writeError(w, r, badRequest("max_iterations %d: want 1 to %d", req.MaxIterations, agent.MaxIterationsCeiling))
 		return
 	case req.Mode != "" && req.Mode != agent.ModeProgram && req.Mode != agent.ModeTools && req.Mode != agent.ModeAuto:
 		s.writeError(w, r, badRequest("mode %q: want program, tools or auto", req.Mode))

@@ -121,8 +121,8 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 // validate checks flag combinations.
 func (o *runOptions) validate(fs *flag.FlagSet) error {
 	switch {
-	case o.MaxIterations < 1 || o.MaxIterations > 100:
-		return usagef("--max-iterations %d: want 1 to 100", o.MaxIterations)
+	case o.MaxIterations < 1 || o.MaxIterations > agent.MaxIterationsCeiling:
+		return usagef("--max-iterations %d: want 1 to %d", o.MaxIterations, agent.MaxIterationsCeiling)
 	case o.Tests && o.TestFile != "":
 		return usagef("--tests and --test-file exclude each other: the model writes tests, or you give them")
 	case o.Events == "-" && o.JSON:
