@@ -169,24 +169,34 @@ type Result struct {
 	WeakIsolation []string
 }
 
+// Exit statuses of a result, as timeout(1) and shells have them; the
+// command line's exit codes (cmd/codeagent/exitcode.go) and the JSON
+// result's exit_code are these.
+const (
+	ExitTimeout    = 124 // the program ran out of wall-clock time
+	ExitSandbox    = 125 // the sandbox could not run it
+	ExitMemory     = 137 // killed for memory (128 + SIGKILL)
+	ExitSignalBase = 128 // 128 + N for signal N
+)
+
 // ExitStatus is the process exit status a command-line front end should
-// return for this result: the program's own code, 124 on timeout, 137 when
-// killed for memory, 128+N for signal N.
+// return for this result: the program's own code, ExitTimeout, ExitMemory,
+// ExitSandbox, or ExitSignalBase+N for signal N.
 func (r Result) ExitStatus() int {
 	switch r.Status {
 	case StatusOK:
 		return 0
 	case StatusTimeout:
-		return 124
+		return ExitTimeout
 	case StatusMemoryLimit:
-		return 137
+		return ExitMemory
 	case StatusSandboxError:
-		return 125
+		return ExitSandbox
 	case StatusSignaled:
 		if r.Signal > 0 {
-			return 128 + r.Signal
+			return ExitSignalBase + r.Signal
 		}
-		return 128 + 9
+		return ExitSignalBase + 9
 	}
 	if r.ExitCode == 0 {
 		return 1

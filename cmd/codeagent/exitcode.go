@@ -16,16 +16,17 @@ import (
 // Exit codes: the one place where outcomes become process exit statuses.
 const (
 	exitOK       = 0
-	exitFailure  = 1   // the task or check did not succeed
-	exitUsage    = 2   // bad flags, arguments, files or configuration
-	exitProvider = 3   // the model provider failed after its retries
-	exitBusy     = 75  // the session is in use by another process (EX_TEMPFAIL)
-	exitTimeout  = 124 // the program ran out of wall-clock time
-	exitSandbox  = 125 // the sandbox could not be set up
-	exitMemory   = 137 // the program was killed for memory
+	exitFailure  = 1  // the task or check did not succeed
+	exitUsage    = 2  // bad flags, arguments, files or configuration
+	exitProvider = 3  // the model provider failed after its retries
+	exitBusy     = 75 // the session is in use by another process (EX_TEMPFAIL)
+	// A program's own result: its exit code, or these (sandbox.Result.ExitStatus).
+	exitTimeout = sandbox.ExitTimeout // the program ran out of wall-clock time
+	exitSandbox = sandbox.ExitSandbox // the sandbox could not be set up or refused to run it
+	exitMemory  = sandbox.ExitMemory  // the program was killed for memory
 	// A command stopped by a signal exits 128 + its number, as shells do:
 	// 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
-	exitSignalBase = 128
+	exitSignalBase = sandbox.ExitSignalBase
 )
 
 // exitInterrupted reports whether a signal stopped the command (run, exec,
