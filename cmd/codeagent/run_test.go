@@ -247,11 +247,11 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
-// TestRunDemoOutput prints the human output of the README's example, run
+// TestRunDemoOutput prints the human output of docs/RUN.md's example, run
 // against the local fake server: go test -run DemoOutput -v ./cmd/codeagent.
 func TestRunDemoOutput(t *testing.T) {
 	if os.Getenv("CODEAGENT_DEMO") == "" {
-		t.Skip("set CODEAGENT_DEMO=1 to print the README demo")
+		t.Skip("set CODEAGENT_DEMO=1 to print the demo of docs/RUN.md")
 	}
 	_, flags := modelServer(t,
 		pyAnswer("import pandas as pd\n\ndf = pd.read_csv(\"sales_data.csv\")\nprint(df.head())\n"),

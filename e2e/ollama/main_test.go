@@ -24,7 +24,7 @@ const EnvOllama = "CODEAGENT_OLLAMA"
 
 const skipMessage = "end-to-end tests against a real Ollama are off: set " + EnvOllama +
 	" to the ollama binary to run them, e.g. " + EnvOllama + "=$(bash ../shared/ollama/build.sh) go test -count=1 ./e2e/ollama" +
-	" (from the repository root; see the README's Tests section)"
+	" (from the repository root; see docs/TESTING.md)"
 
 // suiteLimit bounds the whole suite: past it Ollama is killed and the test
 // binary exits, whatever the tests are doing. Each test has its own,
