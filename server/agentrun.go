@@ -9,7 +9,6 @@ import (
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/providers"
-	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/workspace"
@@ -38,7 +37,7 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 	}
 	sess := o.Session
 	sr, err := session.Start(runCtx, session.Options{Store: s.deps.Store, Session: &sess, Task: req.Task, Purpose: "codeagent serve",
-		Sandbox: &queuedSandbox{s: s, source: "run"}, PerMinute: s.cfg.RunExecsPerMinute, Logger: s.log.With("key", o.Owner)})
+		Sandbox: s.executions.Sandbox("run", false), PerMinute: s.cfg.RunExecsPerMinute, Logger: s.log.With("key", o.Owner)})
 	if err != nil {
 		var held *store.LeaseHeldError
 		if errors.As(err, &held) {
@@ -148,33 +147,3 @@ func (s *Server) runAgent(ctx context.Context, o store.OwnedSession, sr *session
 	return a.Run(ctx, agent.Task{Prompt: req.Task, Workspace: ws, History: sr.History,
 		NewKernel: func(kernel.Options) kernel.Interpreter { return k }})
 }
-
-// queuedSandbox runs executions through the server's queue and counts
-// them in the metrics. Closing it does nothing: the server does not own
-// the sandbox.
-type queuedSandbox struct {
-	s       *Server
-	source  string // exec or run
-	bounded bool   // refuse when the queue is full instead of waiting
-}
-
-func (q *queuedSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	release, err := q.s.queue.Acquire(ctx, q.bounded)
-	if err != nil {
-		var qf *QueueFullError
-		if errors.As(err, &qf) {
-			q.s.metrics.rejectedExec()
-		}
-		return sandbox.Result{}, err
-	}
-	defer release()
-	res, err := q.s.deps.Sandbox.Run(ctx, spec)
-	status := res.Status.String()
-	if err != nil {
-		status = sandbox.StatusSandboxError.String()
-	}
-	q.s.metrics.execution(q.source, status, res.WallTime)
-	return res, err
-}
-
-func (q *queuedSandbox) Close() error { return nil }

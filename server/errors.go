@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/kernel"
@@ -68,7 +69,7 @@ type errorBody struct {
 // classify is the one place where errors become HTTP statuses.
 func classify(err error) *apiError {
 	var ae *apiError
-	var qf *QueueFullError
+	var qf *app.QueueFullError
 	var le *ratelimit.LimitError
 	var mb *http.MaxBytesError
 	var se *sandbox.SetupError

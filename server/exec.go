@@ -122,7 +122,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &session.AuditError{Err: err})
 		return
 	}
-	res, err := session.Audited(&queuedSandbox{s: s, source: "exec", bounded: true}, rec).Run(r.Context(), spec)
+	res, err := session.Audited(s.executions.Sandbox("exec", true), rec).Run(r.Context(), spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

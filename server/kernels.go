@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
@@ -99,7 +100,7 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		prog := "/code/main" + l.Ext
 		spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
 			Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits}
-		res, err := session.Audited(&queuedSandbox{s: s, source: "exec", bounded: true}, rec).Run(r.Context(), spec)
+		res, err := session.Audited(s.executions.Sandbox("exec", true), rec).Run(r.Context(), spec)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -121,19 +122,19 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 }
 
 // execCell runs a cell through the execution queue (bounded: refused
-// when it is full, instead of waiting) and counts it.
+// when it is full, instead of waiting) and counts it; a cell the kernel
+// refused (busy, stopped) is not counted as an execution.
 func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kernel.Cell, bounded bool) (kernel.Result, error) {
-	release, err := s.queue.Acquire(ctx, bounded)
+	var res kernel.Result
+	var kerr error
+	_, err := s.executions.Do(ctx, "kernel", bounded, func() (sandbox.Result, error) {
+		res, kerr = s.kernels.Exec(ctx, key, ws, c)
+		return res.Result, nil
+	})
 	if err != nil {
-		s.metrics.rejectedExec()
 		return kernel.Result{}, err
 	}
-	defer release()
-	res, err := s.kernels.Exec(ctx, key, ws, c)
-	if err == nil {
-		s.metrics.execution("kernel", res.Status.String(), res.WallTime)
-	}
-	return res, err
+	return res, kerr
 }
 
 // execEnv is a program's environment: its language's and the request's.
@@ -192,12 +193,12 @@ func (s *Server) writeKernelMetrics(w io.Writer) {
 		{"codeagent_kernel_idle_rss_max_bytes", "Resident memory of the largest idle kernel.", st.MaxIdleRSSBytes},
 	}
 	for _, g := range gauges {
-		header(w, g.name, "gauge", g.help)
+		app.Header(w, g.name, "gauge", g.help)
 		fmt.Fprintf(w, "%s %d\n", g.name, g.v)
 	}
-	header(w, "codeagent_kernel_cells_total", "counter", "Cells run in kernels.")
+	app.Header(w, "codeagent_kernel_cells_total", "counter", "Cells run in kernels.")
 	fmt.Fprintf(w, "codeagent_kernel_cells_total %d\n", st.Cells)
-	header(w, "codeagent_kernel_restarts_total", "counter", "Cells that found their kernel ended and started a fresh one, by reason.")
+	app.Header(w, "codeagent_kernel_restarts_total", "counter", "Cells that found their kernel ended and started a fresh one, by reason.")
 	for _, r := range st.RestartReasons() {
 		fmt.Fprintf(w, "codeagent_kernel_restarts_total{reason=%q} %d\n", r, st.Restarts[r])
 	}

@@ -18,10 +18,10 @@ import (
 	"net/http"
 	"path"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
@@ -163,12 +163,7 @@ func (c Config) withDefaults() Config {
 	if c.SessionMaxFiles <= 0 {
 		c.SessionMaxFiles = DefaultSessionMaxFiles
 	}
-	if c.Workers <= 0 {
-		c.Workers = 2 * runtime.NumCPU()
-	}
-	if c.QueueLength <= 0 {
-		c.QueueLength = 4 * c.Workers
-	}
+	c.Workers, c.QueueLength = app.QueueSize(c.Workers, c.QueueLength)
 	if c.RatePerSecond <= 0 {
 		c.RatePerSecond = 20
 	}
@@ -216,18 +211,23 @@ type Deps struct {
 	// Kernels runs the sessions' kernels; nil makes one from the Config
 	// (closed by Shutdown). Share it with MCP so that one cap holds.
 	Kernels *kernel.Manager
-	Logger  *slog.Logger
+	// Executions are the Sandbox under the execution queue; nil makes them
+	// from the Config's Workers and QueueLength. Share them with MCP (its
+	// Sandbox from Executions.Sandbox) so that one queue and one set of
+	// metrics hold for every door; Shutdown closes their queue.
+	Executions *app.Executions
+	Logger     *slog.Logger
 }
 
 // Server serves the API and the page. Create it with New.
 type Server struct {
-	cfg     Config
-	deps    Deps
-	log     *slog.Logger
-	auth    *authenticator
-	queue   *Queue
-	metrics *Metrics
-	runs    *runRegistry
+	cfg        Config
+	deps       Deps
+	log        *slog.Logger
+	auth       *authenticator
+	executions *app.Executions
+	metrics    *Metrics
+	runs       *runRegistry
 	// uploadLocks gives each session's uploads their turn (quotas).
 	uploadLocks sessionLocks
 	checker     *safety.Checker
@@ -280,7 +280,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.idle = make(chan struct{})
 	s.metrics = newMetrics()
-	s.queue = NewQueue(cfg.Workers, cfg.QueueLength)
+	if s.executions = deps.Executions; s.executions == nil {
+		s.executions = app.NewExecutions(deps.Sandbox, cfg.Workers, cfg.QueueLength)
+	}
 	keys := cfg.Keys
 	if cfg.LocalToken != "" {
 		keys = Keys{{Name: Anonymous, Token: cfg.LocalToken}}
@@ -330,7 +332,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	s.queue.Close(errDraining)
+	s.executions.Queue().Close(errDraining)
 	s.cancel(errShuttingDown)
 	runs := make(chan struct{})
 	go func() {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
@@ -210,7 +211,10 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		return err
 	}
 	defer sb.Close() // removes the sandboxes started ahead
-	deps.Store, deps.Sandbox = st, sb
+	// One execution queue and one set of metrics for the API, its runs and
+	// cells, and MCP at /mcp (app's pipeline order).
+	execs := app.NewExecutions(sb, scfg.Workers, scfg.QueueLength)
+	deps.Store, deps.Sandbox, deps.Executions = st, sb, execs
 	// One set of kernels for the API and MCP, under one cap; ended after
 	// the servers, before the sandbox.
 	deps.Kernels = kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb, Limits: scfg.KernelLimits},
@@ -218,7 +222,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	defer deps.Kernels.Close()
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version, SessionMaxBytes: o.SessionMaxBytes,
 		SessionMaxFiles: o.SessionMaxFiles, EgressCeiling: scfg.EgressCeiling, EgressMaxBytes: scfg.EgressMaxBytes,
-		EgressResolve: scfg.EgressResolve}, mcpserver.Deps{Sandbox: sb, Store: st,
+		EgressResolve: scfg.EgressResolve}, mcpserver.Deps{Sandbox: execs.Sandbox("mcp", true), Store: st,
 		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger, Kernels: deps.Kernels})
 	if err != nil {
 		return err

@@ -1,0 +1,198 @@
+// Package app is the layer between codeagent's doors (the command line,
+// the HTTP server, MCP) and its libraries: what every door shares when it
+// turns a request into work. So far it holds the execution pipeline.
+//
+// Every execution from every door goes through the same layers, in this
+// order (the outermost first):
+//
+//		rate limit → audit → queue → egress → backend
+//
+//	  - The rate limit (package ratelimit, per session or key) comes first:
+//	    an execution over it waits without holding a worker, or is refused
+//	    before anything is recorded or started.
+//	  - The audit record (session.Audited) is written next, before the
+//	    execution may wait for a worker, so that an execution the log does
+//	    not hold never runs, and its wait shows in the log.
+//	  - The queue (Executions) bounds what runs at once in this process and
+//	    counts every execution by its door in the metrics.
+//	  - The egress proxy (egress.Wrap, put around every backend by
+//	    backends.Open) gives a Spec with a network its allow list.
+//	  - The backend runs the program.
+//
+// session.Start stacks the first two for a run's sandbox; Executions.Sandbox
+// gives the last three to any door that has a sandbox to share.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// Executions are a process's executions in its sandbox: its backend under
+// one Queue, with one set of counters, shared by every door of the process
+// (the HTTP API, its runs and kernel cells, and MCP at /mcp).
+type Executions struct {
+	backend sandbox.Sandbox
+	queue   *Queue
+
+	mu         sync.Mutex
+	executions map[[2]string]uint64 // {source, status}
+	durations  map[string]*histogram
+	rejected   uint64
+}
+
+// NewExecutions returns backend (with its egress proxy) under a queue of
+// workers slots (2 × CPUs when 0) and length waiting places (4 × workers
+// when 0). It does not close backend.
+func NewExecutions(backend sandbox.Sandbox, workers, length int) *Executions {
+	workers, length = QueueSize(workers, length)
+	return &Executions{backend: backend, queue: NewQueue(workers, length),
+		executions: map[[2]string]uint64{}, durations: map[string]*histogram{}}
+}
+
+// QueueSize returns workers and length with their defaults for 0: 2 × CPUs
+// workers, 4 × workers waiting places.
+func QueueSize(workers, length int) (int, int) {
+	if workers <= 0 {
+		workers = 2 * runtime.NumCPU()
+	}
+	if length <= 0 {
+		length = 4 * workers
+	}
+	return workers, length
+}
+
+// Queue is the executions' queue (its Close refuses what waits).
+func (e *Executions) Queue() *Queue { return e.queue }
+
+// Do runs one execution in a worker's slot: it waits for one (bounded:
+// refused with a *QueueFullError when the queue is full), runs run, and
+// counts the result under source (exec, run, kernel, mcp).
+func (e *Executions) Do(ctx context.Context, source string, bounded bool, run func() (sandbox.Result, error)) (sandbox.Result, error) {
+	release, err := e.queue.Acquire(ctx, bounded)
+	if err != nil {
+		var qf *QueueFullError
+		if errors.As(err, &qf) {
+			e.mu.Lock()
+			e.rejected++
+			e.mu.Unlock()
+		}
+		return sandbox.Result{}, err
+	}
+	defer release()
+	res, err := run()
+	status := res.Status.String()
+	if err != nil {
+		status = sandbox.StatusSandboxError.String()
+	}
+	e.count(source, status, res.WallTime)
+	return res, err
+}
+
+// Sandbox is the backend as a door's executions reach it: each Run in a
+// worker's slot (see Do), counted under source. Closing it does nothing:
+// the owner of the Executions closes the backend.
+func (e *Executions) Sandbox(source string, bounded bool) sandbox.Sandbox {
+	return &queued{e: e, source: source, bounded: bounded}
+}
+
+type queued struct {
+	e       *Executions
+	source  string
+	bounded bool
+}
+
+func (q *queued) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	return q.e.Do(ctx, q.source, q.bounded, func() (sandbox.Result, error) { return q.e.backend.Run(ctx, spec) })
+}
+
+func (q *queued) Close() error { return nil }
+
+// durationBuckets are the upper bounds, in seconds, of the execution
+// duration histogram.
+var durationBuckets = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+type histogram struct {
+	counts []uint64 // per bucket, not cumulative; the last is +Inf
+	sum    float64
+	n      uint64
+}
+
+func (e *Executions) count(source, status string, d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.executions[[2]string{source, status}]++
+	h := e.durations[source]
+	if h == nil {
+		h = &histogram{counts: make([]uint64, len(durationBuckets)+1)}
+		e.durations[source] = h
+	}
+	sec := d.Seconds()
+	h.counts[sort.SearchFloat64s(durationBuckets, sec)]++
+	h.sum += sec
+	h.n++
+}
+
+// WriteMetrics writes the executions' counters and the queue's gauges in
+// the Prometheus text format 0.0.4.
+func (e *Executions) WriteMetrics(w io.Writer) {
+	workers, busy, length, waiting := e.queue.Stats()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	Header(w, "codeagent_executions_total", "counter", "Executions in the sandbox by source (exec, run, kernel, mcp) and status.")
+	keys := make([][2]string, 0, len(e.executions))
+	for k := range e.executions {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
+	for _, k := range keys {
+		fmt.Fprintf(w, "codeagent_executions_total{source=%q,status=%q} %d\n", k[0], k[1], e.executions[k])
+	}
+	Header(w, "codeagent_execution_duration_seconds", "histogram", "Wall time of executions, queue wait excluded.")
+	sources := make([]string, 0, len(e.durations))
+	for s := range e.durations {
+		sources = append(sources, s)
+	}
+	sort.Strings(sources)
+	for _, src := range sources {
+		h := e.durations[src]
+		var cum uint64
+		for i, le := range durationBuckets {
+			cum += h.counts[i]
+			fmt.Fprintf(w, "codeagent_execution_duration_seconds_bucket{source=%q,le=%q} %d\n", src, fmtFloat(le), cum)
+		}
+		fmt.Fprintf(w, "codeagent_execution_duration_seconds_bucket{source=%q,le=\"+Inf\"} %d\n", src, h.n)
+		fmt.Fprintf(w, "codeagent_execution_duration_seconds_sum{source=%q} %s\n", src, fmtFloat(h.sum))
+		fmt.Fprintf(w, "codeagent_execution_duration_seconds_count{source=%q} %d\n", src, h.n)
+	}
+	Header(w, "codeagent_executions_rejected_total", "counter", "Executions refused because the queue was full.")
+	fmt.Fprintf(w, "codeagent_executions_rejected_total %d\n", e.rejected)
+	for _, g := range []struct {
+		name, help string
+		v          int
+	}{
+		{"codeagent_exec_workers", "Executions that may run at once.", workers},
+		{"codeagent_exec_workers_busy", "Executions running now.", busy},
+		{"codeagent_exec_queue_capacity", "Executions that may wait for a worker.", length},
+		{"codeagent_exec_queue_waiting", "Executions waiting for a worker now.", waiting},
+	} {
+		Header(w, g.name, "gauge", g.help)
+		fmt.Fprintf(w, "%s %d\n", g.name, g.v)
+	}
+}
+
+// Header writes a metric's HELP and TYPE lines.
+func Header(w io.Writer, name, typ, help string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestServeMCPSharesTheQueue: an execution through /mcp of codeagent serve
+// goes through the server's execution queue and is counted in its metrics
+// like one of /v1/exec (it once went to the backend directly, past
+// --workers and --queue, and codeagent_executions_total did not move).
+func TestServeMCPSharesTheQueue(t *testing.T) {
+	base, _, _ := startServe(t, "--no-token", "--data-dir", t.TempDir(), "--workers", "1", "--queue", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code",
+		Arguments: map[string]any{"language": "python", "code": "print(6 * 7)"}})
+	if err != nil || res.IsError {
+		t.Fatalf("execute_code: %v %+v", err, res)
+	}
+	code, body, _ := call(t, "GET", base+"/metrics", "")
+	if code != 200 || !strings.Contains(body, `codeagent_executions_total{source="mcp",status="ok"} 1`) ||
+		!strings.Contains(body, "codeagent_exec_workers 1\n") || !strings.Contains(body, "codeagent_exec_queue_capacity 1\n") {
+		t.Fatalf("metrics after an MCP execution: %d\n%s", code, body)
+	}
+}
