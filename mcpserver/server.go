@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
@@ -83,13 +83,6 @@ type Config struct {
 	EgressResolve  map[string]string
 }
 
-// MaxLimits are the default caps of Config.MaxLimits: those of the HTTP
-// API's /v1/exec.
-func MaxLimits() sandbox.Limits {
-	return sandbox.Limits{WallTime: 60 * time.Second, CPUTime: 60 * time.Second, Memory: 1 << 30, Processes: 256,
-		Output: 4 << 20, FileSize: 100 << 20, Disk: 500 << 20, OpenFiles: 1024, CPUs: float64(runtime.NumCPU())}
-}
-
 func (c Config) withDefaults(m *manifest.Manifest) Config {
 	if c.Name == "" {
 		c.Name = "codeagent"
@@ -100,7 +93,7 @@ func (c Config) withDefaults(m *manifest.Manifest) Config {
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()
 	}
-	c.MaxLimits = MaxLimits().Overlay(c.MaxLimits)
+	c.MaxLimits = app.MaxLimits().Overlay(c.MaxLimits)
 	def64 := func(v *int64, d int64) {
 		if *v <= 0 {
 			*v = d

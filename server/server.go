@@ -25,7 +25,6 @@ import (
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
-	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
@@ -144,9 +143,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// MaxLimits are the default caps of ExecMaxLimits.
-func MaxLimits() sandbox.Limits { return mcpserver.MaxLimits() }
-
 func (c Config) withDefaults() Config {
 	def := func(v *int64, d int64) {
 		if *v <= 0 {
@@ -170,7 +166,7 @@ func (c Config) withDefaults() Config {
 	if c.RateBurst <= 0 {
 		c.RateBurst = 100
 	}
-	c.ExecMaxLimits = MaxLimits().Overlay(c.ExecMaxLimits)
+	c.ExecMaxLimits = app.MaxLimits().Overlay(c.ExecMaxLimits)
 	durs := []struct {
 		v *time.Duration
 		d time.Duration
@@ -207,7 +203,7 @@ type Deps struct {
 	Secrets []string
 	// MCP, when set, is served at /mcp behind the same keys; MCP sessions
 	// are owned by the key that opened them.
-	MCP *mcpserver.Server
+	MCP MCPHandler
 	// Kernels runs the sessions' kernels; nil makes one from the Config
 	// (closed by Shutdown). Share it with MCP so that one cap holds.
 	Kernels *kernel.Manager
@@ -217,6 +213,12 @@ type Deps struct {
 	// metrics hold for every door; Shutdown closes their queue.
 	Executions *app.Executions
 	Logger     *slog.Logger
+}
+
+// MCPHandler is an MCP server to serve at /mcp (mcpserver.Server): its
+// HTTP handler, with owner naming the API key of each request.
+type MCPHandler interface {
+	HandlerWithOwner(owner func(*http.Request) string) http.Handler
 }
 
 // Server serves the API and the page. Create it with New.
