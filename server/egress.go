@@ -4,13 +4,10 @@ import (
 	"encoding/json"
 	"math"
 
-	"github.com/codeagent/codeagent/egress"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 )
-
-// maxAllow bounds the entries of a request's allow list.
-const maxAllow = 100
 
 // networkRequest is the network a /v1/exec request or a run asks for:
 // hosts within the server's ceiling (Config.EgressCeiling).
@@ -19,9 +16,10 @@ type networkRequest struct {
 	MaxBytes json.RawMessage `json:"max_bytes"` // "10MiB", or bytes
 }
 
-// network checks what a request asks against the server's ceiling and
-// returns the Spec's network, nil for none. A host beyond the ceiling is a
-// *egress.CeilingError (403), a malformed one a *egress.RuleError (400).
+// network checks what a request asks against the server's ceiling
+// (app.Network) and returns the Spec's network, nil for none. A host
+// beyond the ceiling is a *egress.CeilingError (403), a malformed one a
+// *egress.RuleError (400), the rest app.ErrInvalid (400).
 func (s *Server) network(n *networkRequest) (*sandbox.Network, error) {
 	if n == nil {
 		return nil, nil
@@ -34,26 +32,9 @@ func (s *Server) network(n *networkRequest) (*sandbox.Network, error) {
 		}
 		maxBytes = int64(min(v, math.MaxInt64/2))
 	}
-	switch {
-	case len(n.Allow) == 0 && maxBytes == 0:
-		return nil, nil
-	case len(n.Allow) == 0:
-		return nil, badRequest("network.max_bytes without network.allow")
-	case len(n.Allow) > maxAllow:
-		return nil, badRequest("network.allow has %d entries: at most %d", len(n.Allow), maxAllow)
-	}
-	if err := egress.Within(n.Allow, s.cfg.EgressCeiling, "this server's egress ceiling (serve --egress-ceiling)"); err != nil {
-		return nil, err
-	}
-	max := s.cfg.EgressMaxBytes
-	if maxBytes > max {
-		return nil, badRequest("network.max_bytes is over this server's maximum of %s", sandbox.FormatSize(max))
-	}
-	nw := &sandbox.Network{Allow: append([]string(nil), n.Allow...), MaxBytes: maxBytes, Resolve: s.cfg.EgressResolve}
-	if nw.MaxBytes == 0 {
-		nw.MaxBytes = max
-	}
-	return nw, nil
+	return app.Network(app.NetworkRequest{Allow: n.Allow, MaxBytes: maxBytes}, app.NetworkBounds{Bounded: true,
+		Ceiling: s.cfg.EgressCeiling, CeilingName: "this server's egress ceiling (serve --egress-ceiling)",
+		MaxBytes: s.cfg.EgressMaxBytes, Resolve: s.cfg.EgressResolve})
 }
 
 // checkerFor is the checker of a run: with a network, the server's policy

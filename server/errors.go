@@ -116,7 +116,7 @@ func classify(err error) *apiError {
 		// (its --data-dir) is where workspaces must not be. The log has it.
 		return &apiError{Status: http.StatusInternalServerError, Code: "unsafe_workspace",
 			Message: "the server keeps its workspaces in a directory that must not hold one (a system or home directory): the operator should give it another data directory"}
-	case errors.Is(err, sandbox.ErrInvalidSpec):
+	case errors.Is(err, sandbox.ErrInvalidSpec), errors.Is(err, app.ErrInvalid):
 		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
 	case errors.Is(err, sandbox.ErrSymlinkInPath):
 		// The full error, with the server's paths, goes to the log only.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/sandbox"
@@ -29,46 +30,15 @@ func (n *networkFlags) register(fs *flag.FlagSet) {
 // within a manifest's when one is given (its list applies when the flag is
 // not), or nil for no network.
 func (n *networkFlags) network(m *manifest.Manifest) (*sandbox.Network, error) {
-	var nw *sandbox.Network
-	var ceiling *sandbox.Network
-	if m != nil {
-		ceiling = m.Network()
-	}
-	switch {
-	case len(n.allow) > 0 && m != nil:
-		var lim []string
-		if ceiling != nil {
-			lim = ceiling.Allow
-		}
-		if err := egress.Within(n.allow, lim, "the manifest "+m.File()); err != nil {
-			return nil, usagef("--allow-host: %w", err)
-		}
-		nw = &sandbox.Network{Allow: n.allow}
-		if ceiling != nil {
-			nw.MaxBytes = ceiling.MaxBytes
-		}
-	case len(n.allow) > 0:
-		nw = &sandbox.Network{Allow: n.allow}
-	case ceiling != nil:
-		nw = ceiling
-	}
-	if nw == nil {
-		if len(n.resolve) > 0 || n.maxBytes > 0 {
-			return nil, usagef("--egress-resolve and --egress-max-bytes need a network: give --allow-host")
-		}
-		return nil, nil
-	}
-	if n.maxBytes > 0 {
-		if nw.MaxBytes > 0 && n.maxBytes > nw.MaxBytes {
-			return nil, usagef("--egress-max-bytes %s is more than the manifest's max_bytes, %s", sandbox.FormatSize(n.maxBytes), sandbox.FormatSize(nw.MaxBytes))
-		}
-		nw.MaxBytes = n.maxBytes
-	}
 	res, err := egress.ParseResolve(n.resolve)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	nw.Resolve = res
+	nw, err := app.Network(app.NetworkRequest{Allow: n.allow, MaxBytes: n.maxBytes, Resolve: res},
+		app.NetworkBounds{Manifest: m, ManifestDefault: true})
+	if err != nil {
+		return nil, usagef("network: %w", err)
+	}
 	return nw, nil
 }
 
