@@ -153,15 +153,7 @@ func TestMCPPanicIsAnError(t *testing.T) {
 	mcp.AddTool(srv.MCP(), &mcp.Tool{Name: "boom"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		panic("boom")
 	})
-	st, ct := mcp.NewInMemoryTransports()
-	go func() { _ = srv.Run(context.Background(), st) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	ctx, sess := inMemory(t, srv)
 	if _, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "boom", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "internal error") {
 		t.Fatalf("panicking tool: %v", err)
 	}
@@ -175,15 +167,7 @@ func TestMCPPanicIsAnError(t *testing.T) {
 // takes ("py", "js", "sh"), and refuses an unknown one as a tool error.
 func TestCheckCodeTakesAliases(t *testing.T) {
 	srv, _, _ := newServer(t)
-	st, ct := mcp.NewInMemoryTransports()
-	go func() { _ = srv.Run(context.Background(), st) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	ctx, sess := inMemory(t, srv)
 	for _, l := range []string{"py", "python3", "js", "node", "sh", "Python"} {
 		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "check_code", Arguments: map[string]any{"language": l, "code": "x = 1"}})
 		if err != nil || res.IsError {
@@ -194,4 +178,19 @@ func TestCheckCodeTakesAliases(t *testing.T) {
 	if err == nil && !res.IsError {
 		t.Errorf("check_code in cobol: %+v", res)
 	}
+}
+
+// inMemory connects a client to srv over in-memory transports, for 30 s.
+func inMemory(t *testing.T, srv *mcpserver.Server) (context.Context, *mcp.ClientSession) {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	go func() { _ = srv.Run(context.Background(), st) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return ctx, sess
 }

@@ -112,11 +112,6 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	if code, ok := exitInterrupted(ctx, s.err, detail); ok {
 		return code
 	}
-	var setup *sandbox.SetupError
-	if errors.As(err, &setup) {
-		printErr(s.err, "%v", err)
-		return exitSandbox
-	}
 	return exitCodeFor(s.err, err)
 }
 

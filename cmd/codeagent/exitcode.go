@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
@@ -60,10 +61,11 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 // comes inside a *sandbox.SetupError).
 func isUsage(err error) bool {
 	var ue usageError
-	return errors.As(err, &ue) || errors.Is(err, sandbox.ErrUnsafeWorkspace)
+	return errors.As(err, &ue) || errors.Is(err, sandbox.ErrUnsafeWorkspace) || errors.Is(err, app.ErrInvalid)
 }
 
-// exitCodeFor maps an error to an exit status and prints it on w.
+// exitCodeFor maps an error to an exit status and prints it on w: the one
+// place where a command's error becomes its exit status.
 func exitCodeFor(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
@@ -75,6 +77,10 @@ func exitCodeFor(w io.Writer, err error) int {
 	var held *store.LeaseHeldError
 	if errors.As(err, &held) {
 		return exitBusy
+	}
+	var setup *sandbox.SetupError
+	if errors.As(err, &setup) {
+		return exitSandbox
 	}
 	if isProviderError(err) && !errors.Is(err, context.Canceled) { // an interrupt is not the provider's failure
 		return exitProvider

@@ -14,7 +14,6 @@ import (
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/mcpserver"
-	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
 )
 
@@ -53,11 +52,6 @@ func cmdMCP(ctx context.Context, s stdio, args []string) int {
 	o.setFlags = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.setFlags[f.Name] = true })
 	if err := serveMCP(ctx, o, s); err != nil {
-		var setup *sandbox.SetupError
-		if errors.As(err, &setup) {
-			printErr(s.err, "%v", err)
-			return exitSandbox
-		}
 		return exitCodeFor(s.err, err)
 	}
 	return exitOK

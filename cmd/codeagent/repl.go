@@ -61,11 +61,6 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
 		return code
 	}
-	var se *sandbox.SetupError
-	if errors.As(err, &se) && !isUsage(err) {
-		printErr(s.err, "%v", err)
-		return exitSandbox
-	}
 	return exitCodeFor(s.err, err)
 }
 

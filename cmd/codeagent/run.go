@@ -366,11 +366,7 @@ func runExit(s stdio, o runOptions, res *agent.Result, err error) int {
 	} else if o.Events != "-" {
 		printRun(s.out, res, o)
 	}
-	var setup *sandbox.SetupError
 	switch {
-	case errors.As(err, &setup) && !isUsage(err):
-		printErr(s.err, "%v", err)
-		return exitSandbox
 	case err != nil:
 		return exitCodeFor(s.err, err)
 	case !res.Success:

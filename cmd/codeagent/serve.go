@@ -103,11 +103,6 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 		return exitUsage
 	}
 	if err := serve(ctx, o, s); err != nil {
-		var setup *sandbox.SetupError
-		if errors.As(err, &setup) {
-			printErr(s.err, "%v", err)
-			return exitSandbox
-		}
 		return exitCodeFor(s.err, err)
 	}
 	return exitOK
