@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
@@ -103,8 +104,8 @@ func (s *Server) limits(l lang.Language, req *Limits) (sandbox.Limits, error) {
 			return base, argError("limits.%s is over this server's maximum of %d", o.name, o.max/o.unit)
 		}
 	}
-	if r.Memory > 0 && r.Memory < 16<<20 {
-		return base, argError("limits.memory_mb must be at least 16")
+	if err := app.CheckMin(r); err != nil {
+		return base, argError("%v", err)
 	}
 	return base.Overlay(r), nil
 }

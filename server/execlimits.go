@@ -8,15 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
 )
-
-// The least a /v1/exec request may ask for: below these the sandbox
-// cannot start a program at all (bubblewrap's init and the program need
-// processes, an interpreter needs memory and descriptors), which would be
-// a setup error rather than the caller's mistake.
-var execMinLimits = sandbox.Limits{WallTime: 10 * time.Millisecond, CPUTime: 10 * time.Millisecond, Memory: 16 << 20,
-	Processes: 4, Output: 1, FileSize: 4 << 10, Disk: 1 << 20, OpenFiles: 16, CPUs: 0.01}
 
 // limitKind is how a field of "limits" is written.
 type limitKind int
@@ -50,7 +44,7 @@ var limitFields = []limitField{
 }
 
 // limits reads the request's "limits": each field in its range (at least
-// execMinLimits', at most the server's ExecMaxLimits), or a 400 naming the
+// app.MinLimits', at most the server's ExecMaxLimits), or a 400 naming the
 // field. Absent fields take the sandbox defaults.
 func (s *Server) limits(raw map[string]json.RawMessage) (sandbox.Limits, error) {
 	var req sandbox.Limits
@@ -68,7 +62,7 @@ func (s *Server) limits(raw map[string]json.RawMessage) (sandbox.Limits, error) 
 		if v == 0 {
 			continue // the default
 		}
-		lo, hi := f.get(execMinLimits), f.get(s.cfg.ExecMaxLimits)
+		lo, hi := f.get(app.MinLimits), f.get(s.cfg.ExecMaxLimits)
 		switch {
 		case v < lo:
 			return req, badRequest("limits.%s: %s is below the least a program can run with, %s", f.name, show(f.kind, v), show(f.kind, lo))

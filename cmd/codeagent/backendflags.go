@@ -39,3 +39,7 @@ func (b *backendFlags) options(o backends.Options) backends.Options {
 // weakIsolationUsage is the help of --allow-weak-isolation.
 const weakIsolationUsage = "run where isolation is weaker than required: rlimits where cgroups are missing; kubernetes Pods\n" +
 	"where the isolation probe found something not refused (each result and audit record says what)"
+
+// openBackend opens the sandbox of every command: backends.Open, which a
+// test replaces to see what each door asks of the sandbox.
+var openBackend = backends.Open

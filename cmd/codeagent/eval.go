@@ -276,7 +276,7 @@ func (e evalStopped) Unwrap() error { return context.Canceled }
 // the tasks with a progress bar on a terminal.
 func evalTasks(ctx context.Context, o evalOptions, cfg eval.Config, pcfg llm.Config, todo []eval.Job, s stdio) ([]eval.Record, error) {
 	logger := newLogger(s.err)
-	sb, err := backends.Open(o.Backend, backends.Options{Warm: max(2, o.Concurrency), WarmPython: max(2, o.Concurrency),
+	sb, err := openBackend(o.Backend, backends.Options{Warm: max(2, o.Concurrency), WarmPython: max(2, o.Concurrency),
 		AllowWeakIsolation: o.AllowWeak, Logger: logger})
 	if errors.Is(err, backends.ErrUnknown) {
 		return nil, usageError{err}

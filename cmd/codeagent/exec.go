@@ -122,7 +122,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		return sandbox.Result{}, err
 	}
 	defer ws.Close()
-	sb, err := backends.Open(backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)}))
+	sb, err := openBackend(backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return sandbox.Result{}, usageError{err}
 	}

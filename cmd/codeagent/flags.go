@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -17,8 +18,9 @@ import (
 // exits 2 (exitUsage). Every duration and size flag of every command goes
 // through them; the bounds are here.
 var (
-	// boundProgramTime bounds the wall time of one program run.
-	boundProgramTime = durationBounds{max: 24 * time.Hour}
+	// boundProgramTime bounds the wall time of one program run: at least
+	// what any door accepts (app.MinLimits).
+	boundProgramTime = durationBounds{min: app.MinLimits.WallTime, max: 24 * time.Hour}
 	// boundRequestTime bounds one model request (--llm-timeout).
 	boundRequestTime = durationBounds{max: 24 * time.Hour}
 	// boundTaskTime bounds one evaluation task; 0 means none.
@@ -26,16 +28,18 @@ var (
 	// boundShutdown bounds the wait at shutdown; 0 means none.
 	boundShutdown = durationBounds{zero: "no wait", max: 24 * time.Hour}
 
-	boundMemory = sizeBounds{min: 1 << 20, max: 1 << 40} // below 1 MiB no interpreter starts
-	boundDisk   = sizeBounds{min: 1 << 10, max: 1 << 40}
+	// The least a program's memory and disk may be are every door's
+	// (app.MinLimits): below them no program starts.
+	boundMemory = sizeBounds{min: app.MinLimits.Memory, max: 1 << 40}
+	boundDisk   = sizeBounds{min: app.MinLimits.Disk, max: 1 << 40}
 	boundUpload = sizeBounds{min: 1, max: 1 << 40}
 )
 
 // durationBounds are the values a duration flag accepts: positive up to
 // max, and 0 only when zero says what it means.
 type durationBounds struct {
-	zero string // what 0 means; "" when 0 is refused
-	max  time.Duration
+	zero     string // what 0 means; "" when 0 is refused
+	min, max time.Duration
 }
 
 // durationFlag is a time.Duration flag with bounds.
@@ -68,6 +72,8 @@ func (f durationFlag) Set(s string) error {
 		return errors.New("0 means nothing here: want a positive duration such as 30s")
 	case v > f.b.max:
 		return fmt.Errorf("%s is more than the most this flag accepts, %s", v, f.b.max)
+	case v > 0 && v < f.b.min:
+		return fmt.Errorf("%s is less than the least this flag accepts, %s", v, f.b.min)
 	}
 	*f.d = v
 	return nil

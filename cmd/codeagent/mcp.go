@@ -101,7 +101,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	defer st.Close()
-	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger})
+	sb, err := openBackend(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger})
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}

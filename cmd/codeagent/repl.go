@@ -117,7 +117,7 @@ func replWorkspace(ctx context.Context, o replOptions, sb sandbox.Sandbox, log *
 
 func runRepl(ctx context.Context, o replOptions, s stdio) error {
 	log := newLogger(s.err)
-	sb, err := backends.Open(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, WarmPython: 1, Logger: log})
+	sb, err := openBackend(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, WarmPython: 1, Logger: log})
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}

@@ -202,7 +202,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		backend = m.Agent.Backend
 	}
 	// A run executes several programs: keep sandboxes started ahead.
-	sb, err := backends.Open(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger})
+	sb, err := openBackend(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger})
 	if errors.Is(err, backends.ErrUnknown) {
 		return nil, usageError{err}
 	}

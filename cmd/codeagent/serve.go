@@ -197,7 +197,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		return err
 	}
 	defer st.Close()
-	sb, err := backends.Open(o.Backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm,
+	sb, err := openBackend(o.Backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: o.Warm,
 		WarmPython: o.WarmPython, Logger: logger}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}

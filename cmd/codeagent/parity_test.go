@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/backends"
+)
+
+// recorder is a sandbox that runs nothing: it keeps the Spec each door
+// hands it and answers ok.
+type recorder struct {
+	mu    sync.Mutex
+	specs []sandbox.Spec
+}
+
+func (r *recorder) Run(_ context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.specs = append(r.specs, spec)
+	return sandbox.Result{Status: sandbox.StatusOK}, nil
+}
+func (r *recorder) Close() error { return nil }
+
+func (r *recorder) take(t *testing.T, door string) sandbox.Spec {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.specs) != 1 {
+		t.Fatalf("%s: %d executions reached the sandbox, want 1", door, len(r.specs))
+	}
+	s := r.specs[0]
+	r.specs = nil
+	return s
+}
+
+// effective is what of a Spec the doors must agree on: the interpreter,
+// the limits as the backend applies them, the environment and the network.
+func effective(s sandbox.Spec) string {
+	var net any
+	if s.Network != nil {
+		net = map[string]any{"allow": s.Network.Allow, "max_bytes": s.Network.MaxBytes}
+	}
+	b, _ := json.Marshal(map[string]any{"interpreter": s.Command[0], "limits": s.Limits.WithDefaults(), "env": s.Env, "network": net,
+		"files": len(s.Files)})
+	return string(b)
+}
+
+// TestDoorParity: the same one-shot execution through the command line,
+// the HTTP API and MCP (at /mcp of the same server) reaches the sandbox as
+// the same effective Spec (interpreter, limits, environment, network), and
+// the same bad input is refused by each, as each door says it (exit 2, a
+// 400, a tool error), before anything runs.
+func TestDoorParity(t *testing.T) {
+	rec := &recorder{}
+	openBackend = func(string, backends.Options) (sandbox.Sandbox, error) { return rec, nil }
+	t.Cleanup(func() { openBackend = backends.Open })
+	base, _, _ := startServe(t, "--no-token", "--data-dir", t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "parity", Version: "v0"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+
+	code := "print(6 * 7)\n"
+	type door struct {
+		name string
+		run  func(lang string, timeout, memoryMiB int) (ok bool, detail string)
+	}
+	doors := []door{
+		{"cli", func(lang string, timeout, memoryMiB int) (bool, string) {
+			args := []string{"exec", "--workdir", t.TempDir(), "--lang", lang}
+			if timeout > 0 {
+				args = append(args, "--timeout", fmt.Sprintf("%ds", timeout))
+			}
+			if memoryMiB > 0 {
+				args = append(args, "--memory", fmt.Sprintf("%dMiB", memoryMiB))
+			}
+			c, out, errOut := runCLI(t, "", append(args, writeProgram(t, "p.txt", code))...)
+			return c == 0, fmt.Sprintf("exit %d %s%s", c, out, errOut)
+		}},
+		{"http", func(lang string, timeout, memoryMiB int) (bool, string) {
+			limits := map[string]any{}
+			if timeout > 0 {
+				limits["timeout"] = fmt.Sprintf("%ds", timeout)
+			}
+			if memoryMiB > 0 {
+				limits["memory"] = fmt.Sprintf("%dMiB", memoryMiB)
+			}
+			body, _ := json.Marshal(map[string]any{"language": lang, "code": code, "limits": limits})
+			st, b, _ := call(t, "POST", base+"/v1/exec", string(body))
+			return st == http.StatusOK, fmt.Sprintf("%d %s", st, b)
+		}},
+		{"mcp", func(lang string, timeout, memoryMiB int) (bool, string) {
+			limits := map[string]any{}
+			if timeout > 0 {
+				limits["timeout_seconds"] = timeout
+			}
+			if memoryMiB > 0 {
+				limits["memory_mb"] = memoryMiB
+			}
+			res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code",
+				Arguments: map[string]any{"language": lang, "code": code, "limits": limits}})
+			if err != nil {
+				return false, err.Error()
+			}
+			b, _ := json.Marshal(res.Content)
+			return !res.IsError, string(b)
+		}},
+	}
+	for _, c := range []struct {
+		lang               string
+		timeout, memoryMiB int
+	}{
+		{"python", 0, 0},
+		{"py", 5, 256},
+		{"bash", 12, 0},
+		{"javascript", 0, 512},
+	} {
+		var want, wantDoor string
+		for _, d := range doors {
+			if ok, detail := d.run(c.lang, c.timeout, c.memoryMiB); !ok {
+				t.Errorf("%s %+v: refused: %s", d.name, c, detail)
+				continue
+			}
+			got := effective(rec.take(t, d.name))
+			if want == "" {
+				want, wantDoor = got, d.name
+			} else if got != want {
+				t.Errorf("%+v: %s reached the sandbox as\n%s\nbut %s as\n%s", c, d.name, got, wantDoor, want)
+			}
+		}
+	}
+	for _, bad := range []struct {
+		what               string
+		lang               string
+		timeout, memoryMiB int
+	}{
+		{"an unknown language", "cobol", 0, 0},
+		{"memory below what a program needs", "python", 0, 1},
+	} {
+		for _, d := range doors {
+			ok, detail := d.run(bad.lang, bad.timeout, bad.memoryMiB)
+			if ok {
+				t.Errorf("%s: %s was accepted: %s", d.name, bad.what, detail)
+			}
+			rec.mu.Lock()
+			n := len(rec.specs)
+			rec.specs = nil
+			rec.mu.Unlock()
+			if n != 0 {
+				t.Errorf("%s: %s reached the sandbox", d.name, bad.what)
+			}
+			if d.name == "cli" && !strings.Contains(detail, "exit 2") {
+				t.Errorf("cli: %s: %s, want exit 2", bad.what, detail)
+			}
+			if d.name == "http" && !strings.HasPrefix(detail, "400 ") {
+				t.Errorf("http: %s: %s, want 400", bad.what, detail)
+			}
+		}
+	}
+}
