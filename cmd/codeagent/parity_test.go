@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -65,14 +64,7 @@ func TestDoorParity(t *testing.T) {
 	openBackend = func(string, backends.Options) (sandbox.Sandbox, error) { return rec, nil }
 	t.Cleanup(func() { openBackend = backends.Open })
 	base, _, _ := startServe(t, "--no-token", "--data-dir", t.TempDir())
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sess, err := mcp.NewClient(&mcp.Implementation{Name: "parity", Version: "v0"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	ctx, sess := connectServeMCP(t, base)
 
 	code := "print(6 * 7)\n"
 	type door struct {

@@ -15,14 +15,7 @@ import (
 // --workers and --queue, and codeagent_executions_total did not move).
 func TestServeMCPSharesTheQueue(t *testing.T) {
 	base, _, _ := startServe(t, "--no-token", "--data-dir", t.TempDir(), "--workers", "1", "--queue", "1")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	ctx, sess := connectServeMCP(t, base)
 	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code",
 		Arguments: map[string]any{"language": "python", "code": "print(6 * 7)"}})
 	if err != nil || res.IsError {
@@ -33,4 +26,19 @@ func TestServeMCPSharesTheQueue(t *testing.T) {
 		!strings.Contains(body, "codeagent_exec_workers 1\n") || !strings.Contains(body, "codeagent_exec_queue_capacity 1\n") {
 		t.Fatalf("metrics after an MCP execution: %d\n%s", code, body)
 	}
+}
+
+// connectServeMCP connects an MCP client to /mcp of the server at base
+// (started with --no-token), for 60 s.
+func connectServeMCP(t *testing.T, base string) (context.Context, *mcp.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return ctx, sess
 }
