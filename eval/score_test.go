@@ -169,9 +169,12 @@ func TestScoreHumanEvalDefaults(t *testing.T) {
 	if s := scoreCode(t, "HumanEval/0", threads+module(t, "HumanEval/0")); !s.Passed {
 		t.Errorf("100 threads failed: %s\n%s", s.Class, s.Output)
 	}
-	memory := "_big = bytearray(600 << 20)\n_big[::4096] = b'x' * len(_big[::4096])\n"
+	// More than the sandbox's default of 256 MiB, held (bytearray zeroes
+	// every page), within the reference's 3 s: 600 MiB took 2.5 s of the 3
+	// on the CI machine without a sandbox, and failed under CI's load.
+	memory := "_big = bytearray(300 << 20)\n"
 	if s := scoreCode(t, "HumanEval/0", memory+module(t, "HumanEval/0")); !s.Passed {
-		t.Errorf("600 MiB failed: %s\n%s", s.Class, s.Output)
+		t.Errorf("300 MiB failed: %s\n%s", s.Class, s.Output)
 	}
 	start := time.Now()
 	s := scoreCode(t, "HumanEval/0", "import time\ntime.sleep(5)\n"+module(t, "HumanEval/0"))
