@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/internal/nofollow"
 )
 
 // OpenWorkspace opens a directory resolved by ResolveWorkspace as an O_PATH
@@ -15,14 +18,15 @@ import (
 // open is refused rather than followed. Backends mount or read the
 // workspace through this descriptor.
 func OpenWorkspace(resolved string) (*os.File, error) {
-	how := &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	if !filepath.IsAbs(resolved) {
+		return nil, fmt.Errorf("open workspace %s: not an absolute path", resolved)
 	}
-	fd, err := unix.Openat2(unix.AT_FDCWD, resolved, how)
-	if errors.Is(err, unix.ENOSYS) {
-		fd, err = openNoFollowWalk(resolved)
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /: %w", err)
 	}
+	fd, err := nofollow.Open(root, strings.TrimPrefix(filepath.Clean(resolved), "/"), nofollow.How{Flags: unix.O_PATH | unix.O_DIRECTORY})
+	unix.Close(root)
 	if errors.Is(err, unix.ELOOP) {
 		return nil, fmt.Errorf("workspace %s: %w", resolved, ErrSymlinkInPath)
 	}
@@ -30,27 +34,6 @@ func OpenWorkspace(resolved string) (*os.File, error) {
 		return nil, fmt.Errorf("open workspace %s: %w", resolved, err)
 	}
 	return os.NewFile(uintptr(fd), resolved), nil
-}
-
-// openNoFollowWalk is OpenWorkspace for kernels before 5.6: one openat per
-// component with O_NOFOLLOW.
-func openNoFollowWalk(path string) (int, error) {
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	for _, p := range splitPath(path) {
-		next, err := unix.Openat(fd, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			if errors.Is(err, unix.ENOTDIR) {
-				err = unix.ELOOP // a link opened with O_NOFOLLOW|O_PATH fails O_DIRECTORY
-			}
-			return -1, err
-		}
-		fd = next
-	}
-	return fd, nil
 }
 
 // workspaceMark is the extended attribute that codeagent, run as root, puts

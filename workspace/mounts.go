@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/internal/nofollow"
 )
 
 // Walks of a directory on the host (snapshots, usage, removal) stay on the
@@ -21,38 +23,11 @@ import (
 // skippedMount is the reason a snapshot gives for such a directory.
 const skippedMount = "another file system is mounted here; not descended into"
 
-// mountID identifies the mount an open file lies on: its device and, where
-// the kernel tells (statx, Linux 5.8), its mount ID, which also tells a
-// bind mount of a directory of the same file system apart.
-type mountID struct {
-	dev uint64
-	mnt uint64 // 0: unknown
-}
-
-// mountOf returns the mount of the open file fd.
-func mountOf(fd int) (mountID, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return mountID{}, err
-	}
-	m := mountID{dev: uint64(st.Dev)}
-	var stx unix.Statx_t
-	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx) == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
-		m.mnt = stx.Mnt_id
-	}
-	return m, nil
-}
-
-// same reports whether m and o are the same mount, as far as both tell.
-func (m mountID) same(o mountID) bool {
-	return m.dev == o.dev && (m.mnt == 0 || o.mnt == 0 || m.mnt == o.mnt)
-}
-
 // mountGuard tells whether a directory met in a walk through root lies on
 // root's own mount.
 type mountGuard struct {
 	root *os.Root
-	id   mountID
+	id   nofollow.MountID
 }
 
 func newMountGuard(root *os.Root) (*mountGuard, error) {
@@ -61,7 +36,7 @@ func newMountGuard(root *os.Root) (*mountGuard, error) {
 		return nil, err
 	}
 	defer f.Close()
-	id, err := mountOf(int(f.Fd()))
+	id, err := nofollow.MountOf(int(f.Fd()))
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", root.Name(), err)
 	}
@@ -78,10 +53,10 @@ func (g *mountGuard) elsewhere(rel string, d fs.DirEntry) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && uint64(st.Dev) != g.id.dev {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && uint64(st.Dev) != g.id.Dev {
 		return true, nil
 	}
-	if g.id.mnt == 0 {
+	if g.id.Mnt == 0 {
 		return false, nil
 	}
 	f, err := g.root.OpenFile(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
@@ -89,11 +64,11 @@ func (g *mountGuard) elsewhere(rel string, d fs.DirEntry) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	id, err := mountOf(int(f.Fd()))
+	id, err := nofollow.MountOf(int(f.Fd()))
 	if err != nil {
 		return false, err
 	}
-	return !g.id.same(id), nil
+	return !g.id.Same(id), nil
 }
 
 // RemoveAll removes dir and everything below it that lies on dir's own
@@ -115,7 +90,7 @@ func RemoveAll(dir string) error {
 	case err != nil:
 		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	id, err := mountOf(fd)
+	id, err := nofollow.MountOf(fd)
 	if err != nil {
 		unix.Close(fd)
 		return &os.PathError{Op: "stat", Path: dir, Err: err}
@@ -131,7 +106,7 @@ func RemoveAll(dir string) error {
 
 // removeBelow removes what the directory fd (at path dir, which it owns and
 // closes) holds on the mount id, and returns the first error.
-func removeBelow(fd int, dir string, id mountID) error {
+func removeBelow(fd int, dir string, id nofollow.MountID) error {
 	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
 	var first error
@@ -159,7 +134,7 @@ func removeBelow(fd int, dir string, id mountID) error {
 				keep(&os.PathError{Op: "open", Path: p, Err: err})
 				continue
 			}
-			if sid, err := mountOf(sub); err != nil || !id.same(sid) {
+			if sid, err := nofollow.MountOf(sub); err != nil || !id.Same(sid) {
 				unix.Close(sub)
 				keep(fmt.Errorf("%s: another file system is mounted there; left in place", p))
 				continue

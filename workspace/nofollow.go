@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codeagent/codeagent/internal/nofollow"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -187,79 +188,22 @@ func (e symlinkError) Error() string {
 func (e symlinkError) Unwrap() error { return sandbox.ErrSymlinkInPath }
 
 // openBeneath opens the slash-separated path rel beneath the directory d
-// with flags, following no symbolic link at any component (openat2 with
-// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS; one O_NOFOLLOW openat per component
-// on kernels before 5.6). With sameMount it does not cross into another
+// with flags, following no symbolic link at any component (package
+// nofollow). With sameMount it does not cross into another
 // file system mounted below d either (RESOLVE_NO_XDEV): reads of a
 // workspace reach only what its walks list.
 func openBeneath(d *os.File, rel string, flags int, perm os.FileMode, sameMount bool) (*os.File, error) {
 	if err := validRel(rel); err != nil {
 		return nil, err
 	}
-	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
-	how := &unix.OpenHow{Flags: uint64(flags), Mode: uint64(perm.Perm()),
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	if sameMount {
-		how.Resolve |= unix.RESOLVE_NO_XDEV
-	}
-	fd, err := unix.Openat2(int(d.Fd()), rel, how)
-	if errors.Is(err, unix.ENOSYS) {
-		fd, err = openWalk(int(d.Fd()), rel, flags, perm, sameMount)
-	}
+	fd, err := nofollow.Open(int(d.Fd()), rel, nofollow.How{Flags: flags, Mode: uint32(perm.Perm()), SameMount: sameMount})
 	switch {
-	case errors.Is(err, sandbox.ErrSymlinkInPath):
-		return nil, err
 	case errors.Is(err, unix.ELOOP):
 		return nil, fmt.Errorf("%s: %w, which codeagent does not follow", rel, sandbox.ErrSymlinkInPath)
 	case errors.Is(err, unix.EXDEV):
 		return nil, fmt.Errorf("%s: another file system is mounted on its way, which codeagent does not reach into: %w", rel, err)
-	case errors.As(err, new(*os.PathError)):
-		return nil, err
 	case err != nil:
 		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
 	}
 	return os.NewFile(uintptr(fd), rel), nil
-}
-
-func openWalk(dirfd int, rel string, flags int, perm os.FileMode, sameMount bool) (int, error) {
-	parts := strings.Split(rel, "/")
-	fd, own := dirfd, -1
-	defer func() {
-		if own >= 0 {
-			unix.Close(own)
-		}
-	}()
-	var start mountID
-	onStart := func(fd int) bool { // with sameMount: fd is on d's mount
-		if !sameMount {
-			return true
-		}
-		id, err := mountOf(fd)
-		return err == nil && start.same(id)
-	}
-	if sameMount {
-		var err error
-		if start, err = mountOf(dirfd); err != nil {
-			return -1, err
-		}
-	}
-	for i, name := range parts[:len(parts)-1] {
-		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return -1, linkError(fd, "", strings.Join(parts[:i+1], "/"), err)
-		}
-		if own >= 0 {
-			unix.Close(own)
-		}
-		own, fd = next, next
-		if !onStart(fd) {
-			return -1, unix.EXDEV
-		}
-	}
-	last, err := unix.Openat(fd, parts[len(parts)-1], flags, uint32(perm.Perm()))
-	if err == nil && !onStart(last) {
-		unix.Close(last)
-		return -1, unix.EXDEV
-	}
-	return last, err
 }

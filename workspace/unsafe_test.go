@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codeagent/codeagent/internal/nofollow"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -153,13 +154,13 @@ func TestWalksDoNotCrossIntoAnotherMount(t *testing.T) {
 			}
 			defer d.Close()
 			for _, rel := range []string{"data/secret.csv", "data/deeper/keys.json"} {
-				if fd, err := openWalk(int(d.Fd()), rel, os.O_RDONLY, 0, true); !errors.Is(err, unix.EXDEV) {
+				if fd, err := nofollow.Walk(int(d.Fd()), rel, nofollow.How{Flags: os.O_RDONLY, SameMount: true}); !errors.Is(err, unix.EXDEV) {
 					unix.Close(fd)
-					t.Errorf("openWalk(%s) = %d, %v; want EXDEV", rel, fd, err)
+					t.Errorf("Walk(%s) = %d, %v; want EXDEV", rel, fd, err)
 				}
 			}
-			if fd, err := openWalk(int(d.Fd()), "own.csv", os.O_RDONLY, 0, true); err != nil {
-				t.Errorf("openWalk(own.csv): %v", err)
+			if fd, err := nofollow.Walk(int(d.Fd()), "own.csv", nofollow.How{Flags: os.O_RDONLY, SameMount: true}); err != nil {
+				t.Errorf("Walk(own.csv): %v", err)
 			} else {
 				unix.Close(fd)
 			}

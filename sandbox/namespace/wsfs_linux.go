@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codeagent/codeagent/internal/nofollow"
 	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 	"github.com/codeagent/codeagent/sandbox/internal/sparse"
 )
@@ -150,13 +151,7 @@ func copyXattrs(from, to int) error {
 // openBeneath opens directory rel ("" for dir itself) below dir without
 // following links or crossing mounts.
 func openBeneath(dir int, rel string) (int, error) {
-	if rel == "" {
-		rel = "."
-	}
-	return unix.Openat2(dir, rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-	})
+	return nofollow.Open(dir, rel, nofollow.How{Flags: unix.O_RDONLY | unix.O_DIRECTORY, SameMount: true})
 }
 
 // openDirAt opens the directory name of dir, not following a link.

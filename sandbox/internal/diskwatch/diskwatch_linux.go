@@ -72,19 +72,14 @@ func Start(dir string, lim Limits, over func()) (*Watcher, error) {
 	return w, nil
 }
 
-// newInotify returns a new inotify instance, or -1 when there is none or
-// openat2, which the tree needs to resolve paths safely, is missing.
-func newInotify(rootFd int) int {
+// newInotify returns a new inotify instance, or -1 when there is none.
+// The tree resolves paths below rootFd with package nofollow, which works
+// without openat2 too.
+func newInotify(int) int {
 	ifd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return -1
 	}
-	fd, err := unix.Openat2(rootFd, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH})
-	if err != nil {
-		unix.Close(ifd)
-		return -1
-	}
-	unix.Close(fd)
 	return ifd
 }
 

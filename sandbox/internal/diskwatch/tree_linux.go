@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/internal/nofollow"
 )
 
 // watchMask is what each directory's inotify watch reports: every change of
@@ -311,25 +313,9 @@ func (t *tree) open(n *node) (int, int, error) {
 	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
-	fd := t.rootFd
-	for len(parts) > 0 {
-		// openat2 resolves at most PATH_MAX bytes at once.
-		k, size := 0, 0
-		for k < len(parts) && (k == 0 || size+len(parts[k])+1 < 4000) {
-			size += len(parts[k]) + 1
-			k++
-		}
-		nfd, err := unix.Openat2(fd, strings.Join(parts[:k], "/"), &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-		})
-		if fd != t.rootFd {
-			unix.Close(fd)
-		}
-		if err != nil {
-			return -1, 0, err
-		}
-		fd, parts = nfd, parts[k:]
+	fd, err := nofollow.Open(t.rootFd, strings.Join(parts, "/"), nofollow.How{Flags: unix.O_RDONLY | unix.O_DIRECTORY, SameMount: true})
+	if err != nil {
+		return -1, 0, err
 	}
 	return fd, depth, nil
 }
