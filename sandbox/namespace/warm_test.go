@@ -231,8 +231,13 @@ func TestWarmLimits(t *testing.T) {
 		if res.Status != sandbox.StatusTimeout || !strings.Contains(res.Message, "CPU-time") {
 			t.Fatalf("status %s %q", res.Status, res.Message)
 		}
-		// The imports' CPU does not count: the program gets its second.
-		if res.CPUTime < 900*time.Millisecond || res.CPUTime > 4*time.Second {
+		// The imports' CPU (more than a second for pandas) does not count:
+		// the program gets about its second. Under CI's load the cgroup's
+		// account of it once read 863 ms (the rlimit counts the process's
+		// own CPU, the result the cgroup's since the attach), so the bound
+		// below leaves room for that and still fails if the imports'
+		// CPU were charged to the program.
+		if res.CPUTime < 750*time.Millisecond || res.CPUTime > 4*time.Second {
 			t.Errorf("the program used %v of CPU under a limit of 1s", res.CPUTime)
 		}
 	})
