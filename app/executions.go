@@ -74,9 +74,18 @@ func QueueSize(workers, length int) (int, int) {
 // Queue is the executions' queue (its Close refuses what waits).
 func (e *Executions) Queue() *Queue { return e.queue }
 
+// NotRun is an error of Do's run saying that no execution took place (a
+// kernel refused the cell: busy, stopped): Do returns Err and counts
+// nothing.
+type NotRun struct{ Err error }
+
+func (e NotRun) Error() string { return e.Err.Error() }
+func (e NotRun) Unwrap() error { return e.Err }
+
 // Do runs one execution in a worker's slot: it waits for one (bounded:
 // refused with a *QueueFullError when the queue is full), runs run, and
-// counts the result under source (exec, run, kernel, mcp).
+// counts the result under source (exec, run, kernel, mcp); an error of
+// run is counted as a sandbox error, unless it is a NotRun.
 func (e *Executions) Do(ctx context.Context, source string, bounded bool, run func() (sandbox.Result, error)) (sandbox.Result, error) {
 	release, err := e.queue.Acquire(ctx, bounded)
 	if err != nil {
@@ -90,6 +99,10 @@ func (e *Executions) Do(ctx context.Context, source string, bounded bool, run fu
 	}
 	defer release()
 	res, err := run()
+	var nr NotRun
+	if errors.As(err, &nr) {
+		return res, nr.Err
+	}
 	status := res.Status.String()
 	if err != nil {
 		status = sandbox.StatusSandboxError.String()

@@ -61,3 +61,18 @@ func TestExecutionsShareOneQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestNotRunIsNotCounted: a run that says no execution took place (a
+// kernel refused the cell) returns its error and is counted nowhere.
+func TestNotRunIsNotCounted(t *testing.T) {
+	e := NewExecutions(blocking{}, 1, 1)
+	busy := errors.New("the kernel is busy")
+	_, err := e.Do(context.Background(), "kernel", true, func() (sandbox.Result, error) {
+		return sandbox.Result{}, NotRun{Err: busy}
+	})
+	var w bytes.Buffer
+	e.WriteMetrics(&w)
+	if err != busy || strings.Contains(w.String(), `source="kernel"`) {
+		t.Fatalf("err %v, metrics:\n%s", err, w.String())
+	}
+}

@@ -126,15 +126,14 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 // refused (busy, stopped) is not counted as an execution.
 func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kernel.Cell, bounded bool) (kernel.Result, error) {
 	var res kernel.Result
-	var kerr error
 	_, err := s.executions.Do(ctx, "kernel", bounded, func() (sandbox.Result, error) {
-		res, kerr = s.kernels.Exec(ctx, key, ws, c)
+		var err error
+		if res, err = s.kernels.Exec(ctx, key, ws, c); err != nil {
+			return res.Result, app.NotRun{Err: err}
+		}
 		return res.Result, nil
 	})
-	if err != nil {
-		return kernel.Result{}, err
-	}
-	return res, kerr
+	return res, err
 }
 
 // execEnv is a program's environment: its language's and the request's.
