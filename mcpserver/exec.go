@@ -24,11 +24,6 @@ import (
 // limit before it is refused.
 const maxRateWait = 30 * time.Second
 
-// argError is an invalid argument: a tool error the model can correct.
-func argError(format string, a ...any) error {
-	return fmt.Errorf("invalid arguments: "+format, a...)
-}
-
 // language resolves name and refuses one the manifest does not list,
 // naming the tool.
 func (s *Server) language(name string) (lang.Language, error) {

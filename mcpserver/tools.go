@@ -173,7 +173,7 @@ func (s *Server) addTools() error {
 				"files persist between calls of the session). Returns the `codeagent exec --json` object with the files the " +
 				"program created or changed; images it wrote are returned as image content. With keep_state (Python) the code is a " +
 				"cell of the session's kernel: its variables stay for the next cell. Languages: " + langs + "."},
-			s.executeCode)
+			mapErrors(s.executeCode))
 	}
 	checkSchema, err := inputSchema[CheckInput](func(sc *jsonschema.Schema) {
 		// Any name package lang knows, aliases included, as execute_code.
@@ -185,7 +185,7 @@ func (s *Server) addTools() error {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "check_code", InputSchema: checkSchema,
 		Description: "Statically check code for unsafe constructs (forbidden imports and builtins, introspection, paths " +
 			"outside the workspace, ...). Returns the findings with a hint for each; an empty list means none."},
-		s.checkCode)
+		mapErrors(s.checkCode))
 	switch {
 	case len(s.langs) == 0:
 		s.log.Warn("run_task is not offered: the manifest lists no execution tool")
@@ -205,14 +205,14 @@ func (s *Server) addTools() error {
 			Description: "Turn a task in plain language into working code: codeagent's agent generates a program, checks it, " +
 				"runs it in the sandbox in the session's workspace, verifies the output and debugs until done. Sends a progress " +
 				"notification per step when the request has a progress token. Returns the final code, output and artifacts."},
-			s.runTask)
+			mapErrors(s.runTask))
 	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_files", Description: "List the files in the session's workspace."}, s.listFiles)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_files", Description: "List the files in the session's workspace."}, mapErrors(s.listFiles))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "read_file",
 		Description: "Read a file of the session's workspace: text as text, other bytes in base64, images also as image content."},
-		s.readFile)
+		mapErrors(s.readFile))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "write_file",
-		Description: "Write a file into the session's workspace, replacing what is there under that name."}, s.writeFile)
+		Description: "Write a file into the session's workspace, replacing what is there under that name."}, mapErrors(s.writeFile))
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,13 +10,6 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/egress"
-	"github.com/codeagent/codeagent/internal/lazyre"
-	"github.com/codeagent/codeagent/kernel"
-	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/sandbox/ratelimit"
-	"github.com/codeagent/codeagent/session"
-	"github.com/codeagent/codeagent/store"
 )
 
 // apiError is an error with its HTTP status and a stable code for clients.
@@ -30,33 +22,21 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Message }
 
-func badRequest(format string, a ...any) error {
-	return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf(format, a...)}
-}
+func badRequest(format string, a ...any) error { return app.Errorf(app.Invalid, format, a...) }
 
-func notFound(what string) error {
-	return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: what + " not found"}
-}
+func notFound(what string) error { return app.Errorf(app.NotFound, "%s not found", what) }
 
-func conflict(format string, a ...any) error {
-	return &apiError{Status: http.StatusConflict, Code: "conflict", Message: fmt.Sprintf(format, a...)}
-}
+func conflict(format string, a ...any) error { return app.Errorf(app.Conflict, format, a...) }
 
-var errDraining = &apiError{Status: http.StatusServiceUnavailable, Code: "shutting_down",
+var errDraining = &app.Error{Class: app.Unavailable, Code: "shutting_down",
 	Message: "the server is shutting down", RetryAfter: 5 * time.Second}
 
 // errDiskFull is every failure caused by a full disk under the server.
 var errDiskFull = &apiError{Status: http.StatusInsufficientStorage, Code: "disk_full",
 	Message: "the server's disk is full: nothing was stored; try again when an operator has made room"}
 
-// hostPath matches what looks like an absolute host path in a message.
-var hostPath = lazyre.New(`(^|[\s"'(=:])/[^\s"')]*`)
-
-// publicMessage is msg without host paths: API answers and run errors
-// never show where the server keeps its files (the log has them).
-func publicMessage(msg string) string {
-	return hostPath.ReplaceAllString(msg, "$1[path]")
-}
+// publicMessage is msg without host paths (see app.PublicMessage).
+func publicMessage(msg string) string { return app.PublicMessage(msg) }
 
 // errorBody is the JSON of every error answer.
 type errorBody struct {
@@ -66,73 +46,63 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// classify is the one place where errors become HTTP statuses.
+// statusOf is the one place where the error classes (app.Class) become
+// HTTP statuses:
+//
+//	invalid 400, not_found 404, conflict 409, busy 429 (with Retry-After),
+//	forbidden 403, disk_full 507, sandbox_setup 503, unavailable 503
+//	(with Retry-After), provider 502, timeout 504, internal 500; but a
+//	session held by another process (busy) is 409 session_busy.
+//
+// The API's own refusals (401 unauthorized, 403 cross_origin, 413 bodies
+// and quotas, 415, 421) are apiErrors made where they are found.
+var statusOf = map[app.Class]int{
+	app.Invalid:     http.StatusBadRequest,
+	app.NotFound:    http.StatusNotFound,
+	app.Conflict:    http.StatusConflict,
+	app.Busy:        http.StatusTooManyRequests,
+	app.Forbidden:   http.StatusForbidden,
+	app.DiskFull:    http.StatusInsufficientStorage,
+	app.Setup:       http.StatusServiceUnavailable,
+	app.Unavailable: http.StatusServiceUnavailable,
+	app.Provider:    http.StatusBadGateway,
+	app.Timeout:     http.StatusGatewayTimeout,
+	app.Internal:    http.StatusInternalServerError,
+}
+
+// classify is the one place where errors become HTTP answers: the API's
+// own (apiError, a body over its size), then every other by its class.
 func classify(err error) *apiError {
 	var ae *apiError
-	var qf *app.QueueFullError
-	var le *ratelimit.LimitError
 	var mb *http.MaxBytesError
-	var se *sandbox.SetupError
-	var kb *kernel.BusyError
-	var ce *egress.CeilingError
-	var re *egress.RuleError
-	var held *store.LeaseHeldError
-	var audit *session.AuditError
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case store.IsDiskFull(err):
-		return errDiskFull
-	case errors.As(err, &held):
-		return &apiError{Status: http.StatusConflict, Code: "session_busy",
-			Message: fmt.Sprintf("the session is in use by another codeagent process (%s)", held.Holder.Owner.Describe())}
-	case errors.As(err, &audit):
-		return &apiError{Status: http.StatusInternalServerError, Code: "audit_failed", Message: publicMessage(audit.Error())}
-	case errors.As(err, &qf):
-		return &apiError{Status: http.StatusTooManyRequests, Code: "queue_full", Message: err.Error(), RetryAfter: qf.RetryAfter}
-	case errors.As(err, &kb):
-		return &apiError{Status: http.StatusTooManyRequests, Code: "kernels_busy", Message: err.Error(), RetryAfter: kb.RetryAfter}
-	case errors.Is(err, kernel.ErrInvalid):
-		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
-	case errors.Is(err, kernel.ErrWorkspace):
-		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: err.Error()}
-	case errors.Is(err, kernel.ErrEnded):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: "kernel_ended", Message: "the kernel ended before the cell ran: try again", RetryAfter: time.Second}
-	case errors.As(err, &le):
-		return &apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: err.Error(), RetryAfter: le.Wait}
 	case errors.As(err, &mb):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
 			Message: fmt.Sprintf("the request body is larger than %d bytes", mb.Limit)}
-	case errors.Is(err, store.ErrNotFound):
-		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "not found"}
-	case errors.Is(err, store.ErrExists):
-		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: err.Error()}
-	case errors.As(err, &ce):
-		return &apiError{Status: http.StatusForbidden, Code: "network_not_allowed", Message: err.Error()}
-	case errors.As(err, &re):
-		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: "network.allow: " + err.Error()}
-	case errors.Is(err, sandbox.ErrUnsafeWorkspace):
+	}
+	d := app.Describe(err)
+	switch d.Code {
+	case "unsafe_workspace":
 		// No request names a host directory: the server's own directory
 		// (its --data-dir) is where workspaces must not be. The log has it.
-		return &apiError{Status: http.StatusInternalServerError, Code: "unsafe_workspace",
+		return &apiError{Status: http.StatusInternalServerError, Code: d.Code,
 			Message: "the server keeps its workspaces in a directory that must not hold one (a system or home directory): the operator should give it another data directory"}
-	case errors.Is(err, sandbox.ErrInvalidSpec), errors.Is(err, app.ErrInvalid):
-		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
-	case errors.Is(err, sandbox.ErrSymlinkInPath):
+	case "symlink_refused":
 		// The full error, with the server's paths, goes to the log only.
-		return &apiError{Status: http.StatusConflict, Code: "symlink_refused",
-			Message: "a directory on the way to the workspace is a symbolic link that codeagent did not make, and it does not follow it (the server log has the path)"}
-	case errors.As(err, &se):
-		// The reason only: the cause names cgroups, mounts and directories
-		// of the host, which the log shows.
-		return &apiError{Status: http.StatusServiceUnavailable, Code: "sandbox_unavailable",
-			Message: "the sandbox could not run the program: " + publicMessage(se.Reason)}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &apiError{Status: http.StatusGatewayTimeout, Code: "timeout", Message: "the request took too long"}
-	case errors.Is(err, context.Canceled):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: "canceled", Message: "the request was canceled"}
+		return &apiError{Status: http.StatusConflict, Code: d.Code, Message: d.Message + " (the server log has the path)"}
+	case "disk_full":
+		return errDiskFull
+	case "session_busy":
+		// Busy, but answered as before: 409, as the session's state.
+		return &apiError{Status: http.StatusConflict, Code: d.Code, Message: d.Message}
 	}
-	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+	status, ok := statusOf[d.Class]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	return &apiError{Status: status, Code: d.Code, Message: d.Message, RetryAfter: d.RetryAfter}
 }
 
 // writeError answers with err's status and JSON body; unexpected errors

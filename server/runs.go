@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -135,7 +136,7 @@ func (g *runRegistry) reserve(sessionID string, max int) error {
 		return conflict("run %s is under way in this session; wait for it or cancel it", id)
 	}
 	if len(g.bySession) >= max {
-		return &apiError{Status: http.StatusTooManyRequests, Code: "too_many_runs",
+		return &app.Error{Class: app.Busy, Code: "too_many_runs",
 			Message: fmt.Sprintf("%d runs are under way, the most this server takes", max), RetryAfter: 10 * time.Second}
 	}
 	g.bySession[sessionID] = "starting"

@@ -41,7 +41,7 @@ type execOptions struct {
 func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("exec", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|-\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up.\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|-\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up, 2 for\nusage errors, 130 on Ctrl-C (143 on SIGTERM).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := execOptions{Env: map[string]string{}}

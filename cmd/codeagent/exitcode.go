@@ -10,7 +10,6 @@ import (
 
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
 )
 
@@ -56,34 +55,42 @@ func (e usageError) Unwrap() error { return e.err }
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 // isUsage reports whether err is the caller's to fix (exit 2): a
-// usageError, or a directory refused as a workspace wherever it was found
-// (sandbox.ErrUnsafeWorkspace, also from a backend's own check, where it
-// comes inside a *sandbox.SetupError).
+// usageError, or an error of class app.Invalid (a directory refused as a
+// workspace among them, also from a backend's own check, where it comes
+// inside a *sandbox.SetupError).
 func isUsage(err error) bool {
 	var ue usageError
-	return errors.As(err, &ue) || errors.Is(err, sandbox.ErrUnsafeWorkspace) || errors.Is(err, app.ErrInvalid)
+	return errors.As(err, &ue) || app.Describe(err).Class == app.Invalid
 }
 
-// exitCodeFor maps an error to an exit status and prints it on w: the one
-// place where a command's error becomes its exit status.
+// exitOf is the one place where the error classes (app.Class) become exit
+// statuses:
+//
+//	invalid, forbidden 2; busy 75 (a session another process holds);
+//	sandbox_setup 125; provider 3; not_found, conflict, disk_full,
+//	unavailable, timeout, internal 1.
+var exitOf = map[app.Class]int{
+	app.Invalid:   exitUsage,
+	app.Forbidden: exitUsage,
+	app.Busy:      exitBusy,
+	app.Setup:     exitSandbox,
+	app.Provider:  exitProvider,
+}
+
+// exitCodeFor maps an error to an exit status and prints it on w (in full:
+// the user at the terminal may see the host's paths): the one place where
+// a command's error becomes its exit status.
 func exitCodeFor(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
 	printErr(w, "%v", err)
-	if isUsage(err) {
+	var ue usageError
+	if errors.As(err, &ue) {
 		return exitUsage
 	}
-	var held *store.LeaseHeldError
-	if errors.As(err, &held) {
-		return exitBusy
-	}
-	var setup *sandbox.SetupError
-	if errors.As(err, &setup) {
-		return exitSandbox
-	}
-	if isProviderError(err) && !errors.Is(err, context.Canceled) { // an interrupt is not the provider's failure
-		return exitProvider
+	if code, ok := exitOf[app.Describe(err).Class]; ok {
+		return code
 	}
 	return exitFailure
 }

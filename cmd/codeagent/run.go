@@ -68,7 +68,7 @@ func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }
 func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("run", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent run [flags] \"TASK\"\n\nTurn a task into working code: generate, check, run in the sandbox, verify, debug.\nExit status: 0 on success, 1 when the task was not achieved within the budget,\n2 for usage or configuration errors, 3 when the model provider failed.\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent run [flags] \"TASK\"\n\nTurn a task into working code: generate, check, run in the sandbox, verify, debug.\nExit status: 0 on success, 1 when the task was not achieved within the budget,\n2 for usage or configuration errors, 3 when the model provider failed, 75 when\nthe session is in use by another process, 125 when the sandbox could not be set\nup, 130 on Ctrl-C (143 on SIGTERM).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := runOptions{Getenv: os.Getenv}
