@@ -44,10 +44,10 @@ func (s *Server) checkFiles(files map[string]string) error {
 	if len(files) > s.cfg.MaxFiles {
 		return argError("%d files: at most %d per call", len(files), s.cfg.MaxFiles)
 	}
+	if err := app.CheckFileNames(files); err != nil {
+		return err
+	}
 	for name, data := range files {
-		if !workspace.ValidName(name) {
-			return argError("file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories", name)
-		}
 		if int64(len(data)) > s.cfg.MaxFile {
 			return argError("file %s is larger than %s", name, sandbox.FormatSize(s.cfg.MaxFile))
 		}
@@ -161,13 +161,8 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return s.executeCell(ctx, st, ws, in, limits, before, rec)
 	}
 	sb := s.sandbox(st, rec)
-	prog := "/code/main" + l.Ext
-	env := map[string]string{}
-	for k, v := range l.Env {
-		env[k] = v
-	}
-	spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(in.Code)}},
-		Env: env, Stdin: strings.NewReader(in.Stdin), Limits: limits, Network: network}
+	spec := app.Program{Lang: l, Code: []byte(in.Code), Stdin: strings.NewReader(in.Stdin), Limits: limits,
+		Network: network}.Spec(ws.Dir)
 	rctx, cancel := withRunContext(ctx, maxRateWait)
 	defer cancel()
 	res, err := sb.Run(rctx, spec)

@@ -5,18 +5,13 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/codeagent/codeagent/internal/lazyre"
-	"github.com/codeagent/codeagent/lang"
-	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/workspace"
 )
 
-// Bounds of a /v1/exec request besides its body size.
-const (
-	maxExecFiles = 100
-	maxExecEnv   = 64
-)
+// maxExecFiles bounds the files of a /v1/exec request.
+const maxExecFiles = 100
 
 // execRequest is the body of POST /v1/exec.
 type execRequest struct {
@@ -29,21 +24,6 @@ type execRequest struct {
 	Network  *networkRequest            `json:"network"`
 }
 
-var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
-// programLanguage is the language of a program to run, which must not
-// be empty.
-func programLanguage(language, code string) (lang.Language, error) {
-	l, err := lang.Lookup(language)
-	if err != nil {
-		return l, badRequest("%v", err)
-	}
-	if strings.TrimSpace(code) == "" {
-		return l, badRequest("code is required")
-	}
-	return l, nil
-}
-
 // handleExec runs one program in a fresh temporary workspace holding the
 // request's files and answers with the `exec --json` result object.
 func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
@@ -52,31 +32,22 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := programLanguage(req.Language, req.Code)
+	l, err := app.ProgramLanguage(req.Language, req.Code)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if len(req.Files) > maxExecFiles || len(req.Env) > maxExecEnv {
-		s.writeError(w, r, badRequest("at most %d files and %d environment variables", maxExecFiles, maxExecEnv))
+	if len(req.Files) > maxExecFiles {
+		s.writeError(w, r, badRequest("at most %d files", maxExecFiles))
 		return
 	}
-	env := map[string]string{}
-	for k, v := range l.Env {
-		env[k] = v
+	if err := app.CheckEnv(req.Env); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	for k, v := range req.Env {
-		if !envName.MatchString(k) || strings.ContainsRune(v, 0) {
-			s.writeError(w, r, badRequest("invalid environment variable %q", k))
-			return
-		}
-		env[k] = v
-	}
-	for name := range req.Files {
-		if !workspace.ValidName(name) {
-			s.writeError(w, r, badRequest("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories", name))
-			return
-		}
+	if err := app.CheckFileNames(req.Files); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	limits, err := s.limits(req.Limits)
 	if err != nil {
@@ -111,9 +82,8 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	prog := "/code/main" + l.Ext
-	spec := sandbox.Spec{Command: l.Command(prog), Workspace: dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
-		Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits, Network: network}
+	spec := app.Program{Lang: l, Code: []byte(req.Code), Stdin: strings.NewReader(req.Stdin), Env: req.Env,
+		Limits: limits, Network: network}.Spec(dir)
 	// Like every run, a one-shot execution is in the audit log before it
 	// starts (session.Audited); it belongs to no session, so its records
 	// name the key that asked for it.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
-	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/session"
 )
@@ -47,13 +46,12 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := programLanguage(req.Language, req.Code)
+	l, err := app.ProgramLanguage(req.Language, req.Code)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	env, err := execEnv(l, req.Env)
-	if err != nil {
+	if err := app.CheckEnv(req.Env); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -97,9 +95,8 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !keep {
-		prog := "/code/main" + l.Ext
-		spec := sandbox.Spec{Command: l.Command(prog), Workspace: ws.Dir, Files: []sandbox.File{{Path: prog, Data: []byte(req.Code)}},
-			Env: env, Stdin: strings.NewReader(req.Stdin), Limits: limits}
+		spec := app.Program{Lang: l, Code: []byte(req.Code), Stdin: strings.NewReader(req.Stdin), Env: req.Env,
+			Limits: limits}.Spec(ws.Dir)
 		res, err := session.Audited(s.executions.Sandbox("exec", true), rec).Run(r.Context(), spec)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -134,24 +131,6 @@ func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kern
 		return res.Result, nil
 	})
 	return res, err
-}
-
-// execEnv is a program's environment: its language's and the request's.
-func execEnv(l lang.Language, extra map[string]string) (map[string]string, error) {
-	if len(extra) > maxExecEnv {
-		return nil, badRequest("at most %d environment variables", maxExecEnv)
-	}
-	env := map[string]string{}
-	for k, v := range l.Env {
-		env[k] = v
-	}
-	for k, v := range extra {
-		if !envName.MatchString(k) || strings.ContainsRune(v, 0) {
-			return nil, badRequest("invalid environment variable %q", k)
-		}
-		env[k] = v
-	}
-	return env, nil
 }
 
 // handleRestartKernel ends the session's kernel; the next cell starts a

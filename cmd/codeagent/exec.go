@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/internal/lateclose"
 	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/lang"
@@ -131,22 +132,8 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	}
 	defer sb.Close()
 
-	progPath := "/code/" + programName(o.File, language)
-	env := map[string]string{}
-	for k, v := range language.Env {
-		env[k] = v
-	}
-	for k, v := range o.Env {
-		env[k] = v
-	}
-	spec := sandbox.Spec{
-		Command:   language.Command(progPath),
-		Workspace: ws.Dir,
-		Files:     []sandbox.File{{Path: progPath, Data: code}},
-		Env:       env,
-		Limits:    limits,
-		Network:   network,
-	}
+	spec := app.Program{Lang: language, Name: programName(o.File, language), Code: code, Env: o.Env,
+		Limits: limits, Network: network}.Spec(ws.Dir)
 	if !o.JSON {
 		// Like python3's, exec's output is often piped into another
 		// program: it passes raw, and is escaped only for a terminal.

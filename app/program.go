@@ -1,0 +1,91 @@
+package app
+
+import (
+	"io"
+	"maps"
+	"strings"
+
+	"github.com/codeagent/codeagent/internal/lazyre"
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// MaxEnv is the most environment variables a client's program may set.
+const MaxEnv = 64
+
+// Program is one program to run once in a fresh sandbox, as every door
+// asks for it: `codeagent exec`, POST /v1/exec, a session's fresh exec and
+// MCP's execute_code. Its Spec is the one way such a program becomes a
+// sandbox.Spec.
+type Program struct {
+	Lang lang.Language
+	// Name is the program's file name under /code; "" is "main" with the
+	// language's extension.
+	Name    string
+	Code    []byte
+	Stdin   io.Reader
+	Env     map[string]string // besides the language's own
+	Limits  sandbox.Limits
+	Network *sandbox.Network
+}
+
+// Spec is p's sandbox.Spec with dir as its workspace: the program written
+// under /code, run by its language's command in the language's
+// environment with p's on top.
+func (p Program) Spec(dir string) sandbox.Spec {
+	name := p.Name
+	if name == "" {
+		name = "main" + p.Lang.Ext
+	}
+	path := "/code/" + name
+	env := maps.Clone(p.Lang.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, p.Env)
+	return sandbox.Spec{Command: p.Lang.Command(path), Workspace: dir, Files: []sandbox.File{{Path: path, Data: p.Code}},
+		Env: env, Stdin: p.Stdin, Limits: p.Limits, Network: p.Network}
+}
+
+// ProgramLanguage is the language of a client's program, named by any
+// name or alias package lang knows; the code must not be empty. Errors are
+// of class Invalid.
+func ProgramLanguage(name, code string) (lang.Language, error) {
+	l, err := lang.Lookup(name)
+	if err != nil {
+		return l, invalidf("%v", err)
+	}
+	if strings.TrimSpace(code) == "" {
+		return l, invalidf("code is required")
+	}
+	return l, nil
+}
+
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// CheckEnv refuses a client's environment that has more than MaxEnv
+// variables, a name that is not a shell identifier, or a NUL in a value.
+func CheckEnv(env map[string]string) error {
+	if len(env) > MaxEnv {
+		return invalidf("at most %d environment variables", MaxEnv)
+	}
+	for k, v := range env {
+		if !envName.MatchString(k) || strings.ContainsRune(v, 0) {
+			return invalidf("invalid environment variable %q", k)
+		}
+	}
+	return nil
+}
+
+// CheckFileNames refuses a file name a client may not give a file of a
+// workspace: anything but plain letters, digits, '.', '_', '-', '+' or
+// spaces (no directories, no links to follow).
+func CheckFileNames[V any](files map[string]V) error {
+	for name := range files {
+		if !workspace.ValidName(name) {
+			return invalidf("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package app
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+)
+
+// TestProgramSpec: a door's program becomes the same Spec whatever the
+// door: written under /code by its name (main + the extension by
+// default), the language's command and environment with the request's
+// on top, the workspace given.
+func TestProgramSpec(t *testing.T) {
+	py, err := ProgramLanguage("py", "print(1)")
+	if err != nil || py.Name != "python" {
+		t.Fatalf("ProgramLanguage(py) = %v, %v", py.Name, err)
+	}
+	spec := Program{Lang: py, Code: []byte("print(1)"), Env: map[string]string{"A": "1"}}.Spec("/ws")
+	if spec.Workspace != "/ws" || len(spec.Files) != 1 || spec.Files[0].Path != "/code/main.py" ||
+		spec.Command[len(spec.Command)-1] != "/code/main.py" || spec.Env["A"] != "1" {
+		t.Fatalf("spec = %+v", spec)
+	}
+	for k, v := range py.Env {
+		if spec.Env[k] != v {
+			t.Errorf("the language's %s is missing: %q", k, spec.Env[k])
+		}
+	}
+	if _, ok := py.Env["A"]; ok {
+		t.Error("the request's environment leaked into the language's")
+	}
+	named := Program{Lang: py, Name: "tool.py"}.Spec("/ws")
+	if named.Files[0].Path != "/code/tool.py" {
+		t.Errorf("named program at %s", named.Files[0].Path)
+	}
+}
+
+// TestProgramRefusals: what no door runs, each refused as the caller's
+// to fix (class Invalid).
+func TestProgramRefusals(t *testing.T) {
+	many := map[string]string{}
+	for i := 0; i <= MaxEnv; i++ {
+		many["V"+strings.Repeat("x", i)] = ""
+	}
+	for name, err := range map[string]error{
+		"unknown language": func() error { _, err := ProgramLanguage("cobol", "x"); return err }(),
+		"empty code":       func() error { _, err := ProgramLanguage("python", " \n"); return err }(),
+		"env name":         CheckEnv(map[string]string{"A=B": "1"}),
+		"env NUL":          CheckEnv(map[string]string{"A": "x\x00y"}),
+		"too many env":     CheckEnv(many),
+		"file dir":         CheckFileNames(map[string]string{"../etc/passwd": ""}),
+		"file slash":       CheckFileNames(map[string]int{"a/b": 0}),
+	} {
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want an error of class Invalid", name, err)
+		}
+	}
+	if err := CheckEnv(map[string]string{"MPLBACKEND": "Agg"}); err != nil {
+		t.Errorf("a plain variable refused: %v", err)
+	}
+}
