@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
 )
 
 // TestProgramSpec: a door's program becomes the same Spec whatever the
