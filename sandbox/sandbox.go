@@ -1,6 +1,8 @@
 // Package sandbox defines how codeagent runs untrusted programs: the Sandbox
 // interface that every backend implements, the Spec of one execution, its
-// Limits, and the Result with a typed Status verdict.
+// Limits, and the Result with a typed Status verdict. Helpers that only
+// backends use (their verdict, their checked Run, the host id range) are
+// below it, in package sandbox/internal/backendkit.
 //
 // A Sandbox is the security boundary of codeagent. Static checks only help
 // the model; whatever a program does, a backend must keep it inside its
@@ -110,26 +112,6 @@ func (e *SetupError) Error() string {
 }
 
 func (e *SetupError) Unwrap() error { return e.Err }
-
-// RunChecked is a backend's Run around its execute: the spec is checked by
-// validate (an invalid one is a StatusSandboxError result), and an error
-// from execute is a *SetupError (other errors are wrapped in one named
-// backend) reported in the result too.
-func RunChecked(ctx context.Context, spec Spec, backend string, validate func(Spec) error,
-	execute func(context.Context, Spec, Limits) (Result, error)) (Result, error) {
-	if err := validate(spec); err != nil {
-		return Result{Status: StatusSandboxError, Message: err.Error()}, err
-	}
-	res, err := execute(ctx, spec, spec.Limits.WithDefaults())
-	if err != nil {
-		var setup *SetupError
-		if !errors.As(err, &setup) {
-			err = &SetupError{Reason: backend, Err: err}
-		}
-		res.Status, res.Message = StatusSandboxError, err.Error()
-	}
-	return res, err
-}
 
 // CopyBackError reports that the program ran but what it wrote could not
 // all be brought into the host's workspace (its disk is full, say): the

@@ -3,47 +3,9 @@ package sandbox
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"strings"
 	"testing"
 	"time"
 )
-
-func TestVerdict(t *testing.T) {
-	lim := DefaultLimits().WithDefaults()
-	cases := []struct {
-		name      string
-		killed    KillReason
-		oom       bool
-		code      int
-		status    Status
-		signal    int
-		exit      int
-		inMessage string
-	}{
-		{"ok", NotKilled, false, 0, StatusOK, 0, 0, ""},
-		{"error", NotKilled, false, 3, StatusError, 0, 3, ""},
-		{"segfault", NotKilled, false, 139, StatusSignaled, 11, 139, "SIGSEGV"},
-		{"cpu limit", NotKilled, false, 128 + 24, StatusTimeout, 24, 124, "CPU-time"},
-		{"timeout wins over its SIGKILL", KilledTimeout, false, 137, StatusTimeout, 9, 124, "wall-clock"},
-		{"memory", NotKilled, true, 137, StatusMemoryLimit, 9, 137, "256 MiB"},
-		{"disk", KilledDisk, false, 137, StatusSignaled, 25, 153, "disk limit"},
-		{"cancel", KilledCancel, false, 137, StatusSignaled, 9, 137, "cancelled"},
-		{"abnormal", NotKilled, false, -1, StatusSignaled, 0, 137, "abnormally"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var r Result
-			Verdict(&r, lim, tc.killed, tc.oom, tc.code)
-			if r.Status != tc.status || r.Signal != tc.signal || r.ExitStatus() != tc.exit {
-				t.Fatalf("got %s signal %d exit %d, want %s %d %d", r.Status, r.Signal, r.ExitStatus(), tc.status, tc.signal, tc.exit)
-			}
-			if tc.inMessage != "" && !strings.Contains(r.Message, tc.inMessage) {
-				t.Fatalf("message %q lacks %q", r.Message, tc.inMessage)
-			}
-		})
-	}
-}
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"4096": 4096, "256MiB": 256 << 20, "1GB": 1e9, "100m": 100 << 20, "1.5k": 1536, " 2 GiB ": 2 << 30} {
@@ -114,34 +76,5 @@ func TestCappedBuffer(t *testing.T) {
 	n, err := c.Write([]byte("abcdef"))
 	if n != 6 || err != nil || string(c.Bytes()) != "abcd" || !c.Truncated() || c.Total() != 6 {
 		t.Fatalf("%d %v %q %v %d", n, err, c.Bytes(), c.Truncated(), c.Total())
-	}
-}
-
-func TestCheckHostUID(t *testing.T) {
-	if err := CheckHostUID(DefaultHostUID); err != nil {
-		t.Fatalf("the default host uid is taken on this host: %v", err)
-	}
-	if err := CheckHostUID(0); err == nil {
-		t.Fatal("uid 0 accepted")
-	}
-	if err := CheckHostUID(65534); err == nil && fileHas("/etc/passwd", ":65534:") {
-		t.Fatal("nobody's uid accepted")
-	}
-}
-
-func fileHas(path, s string) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && strings.Contains(string(b), s)
-}
-
-func TestCheckHostUIDRange(t *testing.T) {
-	if err := CheckHostUIDRange(DefaultHostUID, HostUIDCount); err != nil {
-		t.Fatalf("the default host uid range is taken on this host: %v", err)
-	}
-	if err := CheckHostUIDRange(65000, 1000); err == nil && fileHas("/etc/passwd", ":65534:") {
-		t.Fatal("a range holding nobody's uid accepted")
-	}
-	if err := CheckHostUIDRange(1<<32-10, 100); err == nil {
-		t.Fatal("a range past the last uid accepted")
 	}
 }

@@ -13,21 +13,6 @@ import (
 // of a workspace path is a symbolic link that codeagent may not follow.
 var ErrSymlinkInPath = errors.New("a component of the path is a symbolic link")
 
-// ResolveWorkspace returns the absolute, link-free form of a workspace
-// directory given by a caller, resolved as ResolveDir does, and refuses a
-// directory that must never be one (see CheckWorkspaceDir): whatever the
-// front door, no backend mounts /etc or a home read-write.
-func ResolveWorkspace(dir string) (string, error) {
-	resolved, err := ResolveDir(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := CheckWorkspaceDir(resolved); err != nil {
-		return "", fmt.Errorf("workspace %s: %w", dir, err)
-	}
-	return resolved, nil
-}
-
 // ResolveDir returns the absolute, link-free form of an existing directory
 // given by a caller (a workspace, a data directory, $TMPDIR). A sandboxed
 // program can leave symbolic links in its workspace (data -> /etc), so a

@@ -12,8 +12,9 @@ import (
 	"github.com/codeagent/codeagent/internal/nofollow"
 )
 
-// OpenWorkspace opens a directory resolved by ResolveWorkspace as an O_PATH
-// descriptor without following any symbolic link (openat2's
+// OpenWorkspace opens a directory resolved by ResolveDir (by a backend,
+// with backendkit.ResolveWorkspace, which also applies CheckWorkspaceDir)
+// as an O_PATH descriptor without following any symbolic link (openat2's
 // RESOLVE_NO_SYMLINKS), so that a link planted between the check and the
 // open is refused rather than followed. Backends mount or read the
 // workspace through this descriptor.
@@ -43,7 +44,7 @@ func OpenWorkspace(resolved string) (*os.File, error) {
 const workspaceMark = "trusted.codeagent.workspace"
 
 // MarkWorkspace marks dir as a directory that sandboxed programs write in,
-// so that ResolveWorkspace refuses symbolic links inside it even when they
+// so that ResolveDir refuses symbolic links inside it even when they
 // belong to root. It does nothing unless codeagent runs as root (programs
 // of another user make links owned by that user, which are refused
 // anyway); a file system without trusted attributes makes it fail, and the

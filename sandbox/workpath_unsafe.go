@@ -12,9 +12,10 @@ import (
 )
 
 // ErrUnsafeWorkspace is wrapped by the error of CheckWorkspaceDir (and so
-// of ResolveWorkspace) for a directory that must never be a workspace: a
-// program is given its workspace read-write, so `--workdir ../../etc`
-// would let it rewrite the host. It is a usage problem, and errors.Is also
+// of the backends' ResolveWorkspace, in sandbox/internal/backendkit) for a
+// directory that must never be a workspace: a program is given its
+// workspace read-write, so `--workdir ../../etc` would let it rewrite the
+// host. It is a usage problem, and errors.Is also
 // finds ErrInvalidSpec in it.
 var ErrUnsafeWorkspace error = unsafeWorkspace{}
 
@@ -37,7 +38,7 @@ var systemParents = []string{"/var", "/var/lib", "/home", "/root", "/tmp", "/var
 	"/opt", "/mnt", "/media"}
 
 // CheckWorkspaceDir refuses a link-free absolute directory (as
-// ResolveWorkspace returns it) that is the root, inside a system tree
+// ResolveDir returns it) that is the root, inside a system tree
 // (/etc, /usr, ...), one of the directories that hold others (/home, /tmp,
 // /var/lib, ...), or the home directory itself of the user running
 // codeagent or of any account in /etc/passwd (`sudo codeagent` in a

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
 
@@ -68,6 +69,6 @@ func allocation(fi fs.FileInfo) int64 {
 // note tells in res that entries were left behind for the disk limit.
 func (b *budget) note(res *sandbox.Result, lim sandbox.Limits) {
 	if b != nil {
-		sandbox.NoteLeftBehind(res, lim, b.skipped)
+		backendkit.NoteLeftBehind(res, lim, b.skipped)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
 
@@ -90,15 +91,15 @@ func diskLimits(bx *box, lim sandbox.Limits) (diskwatch.Limits, error) {
 // staging directory went past it at any time, even if the program ended
 // by itself (at ENOSPC, say).
 func (e *execution) watchDisk(dl diskwatch.Limits) (stop func(), err error) {
-	w, err := diskwatch.Start(e.bx.ws, dl, func() { e.kill(sandbox.KilledDisk) })
+	w, err := diskwatch.Start(e.bx.ws, dl, func() { e.kill(backendkit.KilledDisk) })
 	if err != nil {
 		return nil, fmt.Errorf("watch the staging directory: %w", err)
 	}
 	return func() {
 		if w.Stop() {
 			e.mu.Lock()
-			if e.reason == sandbox.NotKilled {
-				e.reason = sandbox.KilledDisk
+			if e.reason == backendkit.NotKilled {
+				e.reason = backendkit.KilledDisk
 			}
 			e.mu.Unlock()
 		}

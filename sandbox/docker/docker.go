@@ -29,6 +29,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/internal/hostids"
 )
 
@@ -60,8 +61,8 @@ type Config struct {
 	// ones replaced; default 10 seconds.
 	CheckInterval time.Duration
 	// HostUID is the user and group id programs run as, on the host as in
-	// the container (the engine maps no ids): sandbox.DefaultHostUID when
-	// 0. Run by root, it is the first of sandbox.HostUIDCount ids, and
+	// the container (the engine maps no ids): 2,000,000,000 (backendkit.DefaultHostUID) when
+	// 0. Run by root, it is the first of backendkit.HostUIDCount ids, and
 	// each container takes one of its own (package hostids), so that
 	// concurrent sandboxes share no per-user kernel quota; run by another
 	// user, every container runs as HostUID itself. New refuses ids that
@@ -117,19 +118,19 @@ func New(cfg Config) (*Backend, error) {
 		cfg.CheckInterval = 10 * time.Second
 	}
 	if cfg.HostUID == 0 {
-		cfg.HostUID = sandbox.DefaultHostUID
+		cfg.HostUID = backendkit.DefaultHostUID
 	}
 	root := os.Geteuid() == 0
 	var ids *hostids.Pool
 	if root {
-		err := sandbox.CheckHostUIDRange(cfg.HostUID, sandbox.HostUIDCount)
+		err := backendkit.CheckHostUIDRange(cfg.HostUID, backendkit.HostUIDCount)
 		if err == nil {
-			ids, err = hostids.Open(hostids.Dir, cfg.HostUID, sandbox.HostUIDCount)
+			ids, err = hostids.Open(hostids.Dir, cfg.HostUID, backendkit.HostUIDCount)
 		}
 		if err != nil {
 			return nil, &sandbox.SetupError{Reason: "docker host uids", Err: err}
 		}
-	} else if err := sandbox.CheckHostUID(cfg.HostUID); err != nil {
+	} else if err := backendkit.CheckHostUID(cfg.HostUID); err != nil {
 		return nil, &sandbox.SetupError{Reason: "docker host uid", Err: err}
 	}
 	if cfg.StateDir == "" {
@@ -211,7 +212,7 @@ func (b *Backend) Close() error {
 
 // Run implements sandbox.Sandbox.
 func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	return sandbox.RunChecked(ctx, spec, "docker", validate, b.execute)
+	return backendkit.RunChecked(ctx, spec, "docker", validate, b.execute)
 }
 
 func validate(spec sandbox.Spec) error {

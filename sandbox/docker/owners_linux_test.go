@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 )
 
 // Ids the tests give workspace entries when root.
@@ -238,7 +239,7 @@ func TestHostUIDPerBox(t *testing.T) {
 	}
 	inUse := b.ids.InUse()
 	for _, bx := range boxes {
-		if bx.uid < sandbox.DefaultHostUID || bx.uid >= sandbox.DefaultHostUID+sandbox.HostUIDCount {
+		if bx.uid < backendkit.DefaultHostUID || bx.uid >= backendkit.DefaultHostUID+backendkit.HostUIDCount {
 			t.Errorf("a box runs as uid %d, outside codeagent's range", bx.uid)
 		}
 		out, err := b.execOutput(context.Background(), bx, []string{"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "id", "-u"})

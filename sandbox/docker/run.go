@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
 
@@ -28,7 +29,7 @@ type execution struct {
 	lim  sandbox.Limits
 
 	mu     sync.Mutex
-	reason sandbox.KillReason
+	reason backendkit.KillReason
 	dead   bool          // the container was killed
 	killed chan struct{} // closed by the first kill
 }
@@ -49,7 +50,7 @@ func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 	// The workspace is opened once without following links, and both
 	// copies go through that descriptor: a link a program planted in its
 	// path, before or during the run, is refused rather than followed.
-	resolved, err := sandbox.ResolveWorkspace(spec.Workspace)
+	resolved, err := backendkit.ResolveWorkspace(spec.Workspace)
 	if err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "workspace", Err: err}
 	}
@@ -123,12 +124,12 @@ func (e *execution) command() []string {
 	return append(cmd, e.spec.Command...)
 }
 
-func (e *execution) kill(why sandbox.KillReason) {
+func (e *execution) kill(why backendkit.KillReason) {
 	e.mu.Lock()
 	first := !e.dead
 	if first {
 		e.dead = true
-		if e.reason == sandbox.NotKilled {
+		if e.reason == backendkit.NotKilled {
 			e.reason = why
 		}
 		close(e.killed)
@@ -190,7 +191,7 @@ func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Resul
 		}()
 	}
 
-	timer := time.AfterFunc(e.lim.WallTime, func() { e.kill(sandbox.KilledTimeout) })
+	timer := time.AfterFunc(e.lim.WallTime, func() { e.kill(backendkit.KilledTimeout) })
 	defer timer.Stop()
 	done := make(chan struct{})
 	defer close(done)
@@ -198,9 +199,9 @@ func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Resul
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				e.kill(sandbox.KilledTimeout)
+				e.kill(backendkit.KilledTimeout)
 			} else {
-				e.kill(sandbox.KilledCancel)
+				e.kill(backendkit.KilledCancel)
 			}
 		case <-done:
 		}
@@ -208,7 +209,7 @@ func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Resul
 	code, err := e.wait(ec.ID, streamDone)
 	res.WallTime = time.Since(start)
 	if err != nil {
-		e.kill(sandbox.KilledCancel)
+		e.kill(backendkit.KilledCancel)
 		return res, &sandbox.SetupError{Reason: "wait for exec", Err: err}
 	}
 	// The program's process has ended; its children may not have. When the
@@ -221,7 +222,7 @@ func (e *execution) run(ctx context.Context, dl diskwatch.Limits) (sandbox.Resul
 		res.CPUTime, res.PeakMemory = e.b.stats(e.bx.id)
 	}
 	if only, ok := e.bx.cg.onlyFirstLeft(); !ok || !only {
-		e.kill(sandbox.NotKilled)
+		e.kill(backendkit.NotKilled)
 	}
 	stopDisk()
 	select {
@@ -277,7 +278,7 @@ func (e *execution) verdict(res *sandbox.Result, code int, oomKills int64) {
 	e.mu.Unlock()
 	oom := oomKills > 0
 	if oomKills < 0 {
-		oom = e.b.oomKilled(e.bx.id, code == 128+int(syscall.SIGKILL) && reason == sandbox.NotKilled)
+		oom = e.b.oomKilled(e.bx.id, code == 128+int(syscall.SIGKILL) && reason == backendkit.NotKilled)
 	}
-	sandbox.Verdict(res, e.lim, reason, oom, code)
+	backendkit.Verdict(res, e.lim, reason, oom, code)
 }

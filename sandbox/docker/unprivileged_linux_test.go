@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
 
@@ -65,7 +66,7 @@ print(os.getuid(), os.getgid())
 	if res.Status != sandbox.StatusOK {
 		t.Fatalf("status %s: %s", res.Status, res.Stderr)
 	}
-	if ids := fmt.Sprint(sandbox.DefaultHostUID, " ", sandbox.DefaultHostUID, "\n"); string(res.Stdout) != ids {
+	if ids := fmt.Sprint(backendkit.DefaultHostUID, " ", backendkit.DefaultHostUID, "\n"); string(res.Stdout) != ids {
 		t.Errorf("the program ran as %q, want %q", res.Stdout, ids)
 	}
 	if fi, err := os.Lstat(filepath.Join(ws, "locked")); err != nil || fi.Mode() != fs.ModeDir {

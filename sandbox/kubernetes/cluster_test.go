@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 )
 
 // TestProbe checks codeagent doctor's report on the cluster, and the
@@ -62,7 +63,7 @@ func TestPodIsolationOnCluster(t *testing.T) {
 	}
 	s, c := pods[0].Spec, pods[0].Spec.Containers[0]
 	checks := map[string]bool{
-		"non-root uid":             s.SecurityContext.RunAsUser != nil && *s.SecurityContext.RunAsUser == sandbox.DefaultHostUID,
+		"non-root uid":             s.SecurityContext.RunAsUser != nil && *s.SecurityContext.RunAsUser == backendkit.DefaultHostUID,
 		"seccomp":                  s.SecurityContext.SeccompProfile != nil,
 		"no service account token": s.AutomountServiceAccountToken != nil && !*s.AutomountServiceAccountToken,
 		"no service links":         s.EnableServiceLinks != nil && !*s.EnableServiceLinks,

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
@@ -369,5 +370,5 @@ func allocated(fi fs.FileInfo) int64 {
 
 // note tells in res that entries were left behind for the disk limit.
 func (c *copyBack) note(res *sandbox.Result, lim sandbox.Limits) {
-	sandbox.NoteLeftBehind(res, lim, c.skipped)
+	backendkit.NoteLeftBehind(res, lim, c.skipped)
 }

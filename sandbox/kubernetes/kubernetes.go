@@ -43,6 +43,7 @@ import (
 
 	"github.com/codeagent/codeagent/procid"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 )
 
 // DefaultImage is the project's sandbox image (images/build-offline.sh).
@@ -102,7 +103,7 @@ type Config struct {
 	AllowWeakIsolation bool
 	// Warm is how many idle Pods to keep armed per limits class.
 	Warm int
-	// HostUID is the uid and gid programs run as: sandbox.DefaultHostUID.
+	// HostUID is the uid and gid programs run as: 2,000,000,000 (backendkit.DefaultHostUID) when 0.
 	HostUID int
 	// IdleTimeout drops the warm Pods of a class unused for that long (10 min).
 	IdleTimeout time.Duration
@@ -263,7 +264,7 @@ func withDefaults(cfg Config) Config {
 	dur(&cfg.StartTimeout, 3*time.Minute)
 	dur(&cfg.PodLifetime, 15*time.Minute)
 	if cfg.HostUID == 0 {
-		cfg.HostUID = sandbox.DefaultHostUID
+		cfg.HostUID = backendkit.DefaultHostUID
 	}
 	return cfg
 }
@@ -323,7 +324,7 @@ func (b *Backend) destroy(bx *box) {
 
 // Run implements sandbox.Sandbox.
 func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	return sandbox.RunChecked(ctx, spec, "kubernetes", validate, func(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits) (sandbox.Result, error) {
+	return backendkit.RunChecked(ctx, spec, "kubernetes", validate, func(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits) (sandbox.Result, error) {
 		weak, err := b.gate(ctx, lim)
 		if err != nil {
 			return sandbox.Result{}, err

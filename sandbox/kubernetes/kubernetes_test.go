@@ -13,6 +13,7 @@ import (
 
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
 
@@ -209,7 +210,7 @@ func TestSpecIsolation(t *testing.T) {
 	p := b.podSpec(classOf(lim), 10*time.Minute)
 	s, c := p.Spec, p.Spec.Containers[0]
 	checks := map[string]bool{
-		"non-root uid":             *s.SecurityContext.RunAsUser == sandbox.DefaultHostUID && *s.SecurityContext.RunAsNonRoot,
+		"non-root uid":             *s.SecurityContext.RunAsUser == backendkit.DefaultHostUID && *s.SecurityContext.RunAsNonRoot,
 		"seccomp Localhost":        s.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeLocalhost,
 		"no service account token": !*s.AutomountServiceAccountToken,
 		"no service links":         !*s.EnableServiceLinks,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 )
 
 // errBroken marks a failure of a box before its program started: Run
@@ -29,7 +30,7 @@ type execution struct {
 	lim  sandbox.Limits
 
 	mu     sync.Mutex
-	reason sandbox.KillReason
+	reason backendkit.KillReason
 	killed bool
 }
 
@@ -87,7 +88,7 @@ func argv(cmd []string) []byte {
 }
 
 // kill asks the agent to end the program, once.
-func (e *execution) kill(why sandbox.KillReason) {
+func (e *execution) kill(why backendkit.KillReason) {
 	e.mu.Lock()
 	first := !e.killed
 	if first {
@@ -99,7 +100,7 @@ func (e *execution) kill(why sandbox.KillReason) {
 	}
 }
 
-func (e *execution) killReason() sandbox.KillReason {
+func (e *execution) killReason() backendkit.KillReason {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.reason
@@ -120,7 +121,7 @@ func (e *execution) run(ctx context.Context) (sandbox.Result, error) {
 			e.b.log.Warn("kubernetes: lower the Pod's deadline", "pod", bx.name, "err", err)
 		}
 	}()
-	resolved, err := sandbox.ResolveWorkspace(e.spec.Workspace)
+	resolved, err := backendkit.ResolveWorkspace(e.spec.Workspace)
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "workspace", Err: err}
 	}
@@ -159,13 +160,13 @@ func (e *execution) run(ctx context.Context) (sandbox.Result, error) {
 	} else {
 		_ = bx.progIn.Close()
 	}
-	timer := time.AfterFunc(e.lim.WallTime, func() { e.kill(sandbox.KilledTimeout) })
+	timer := time.AfterFunc(e.lim.WallTime, func() { e.kill(backendkit.KilledTimeout) })
 	defer timer.Stop()
 	stop := context.AfterFunc(ctx, func() {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			e.kill(sandbox.KilledTimeout)
+			e.kill(backendkit.KilledTimeout)
 		} else {
-			e.kill(sandbox.KilledCancel)
+			e.kill(backendkit.KilledCancel)
 		}
 	})
 	defer stop()
@@ -186,14 +187,14 @@ func (e *execution) run(ctx context.Context) (sandbox.Result, error) {
 	res.CPUTime, res.PeakMemory = time.Duration(end.CPU), end.Peak
 	reason := e.killReason()
 	switch {
-	case reason != sandbox.NotKilled:
+	case reason != backendkit.NotKilled:
 	case end.Reason == "disk":
-		reason = sandbox.KilledDisk
+		reason = backendkit.KilledDisk
 	case end.Reason == "deadline":
-		reason = sandbox.KilledTimeout
+		reason = backendkit.KilledTimeout
 	}
-	oom := end.OOM > 0 || end.OOM < 0 && code == 137 && reason == sandbox.NotKilled
-	sandbox.Verdict(&res, e.lim, reason, oom, code)
+	oom := end.OOM > 0 || end.OOM < 0 && code == 137 && reason == backendkit.NotKilled
+	backendkit.Verdict(&res, e.lim, reason, oom, code)
 	cb.note(&res, e.lim)
 	e.b.log.Debug("kubernetes: run", "pod", bx.name, "staging", start.Sub(t0), "program", t1.Sub(start),
 		"copy back", time.Since(t1), "end", end.Reason)

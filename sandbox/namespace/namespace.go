@@ -19,9 +19,9 @@ type Config struct {
 	// (no cgroup for memory and process limits while running as root), with
 	// rlimits as the only fallback. Off by default: the backend fails closed.
 	AllowWeakIsolation bool
-	// HostUID is the first of the sandbox.HostUIDCount host uids (and
+	// HostUID is the first of the backendkit.HostUIDCount host uids (and
 	// gids) programs run as when codeagent runs as root, one per
-	// concurrent sandbox; 0 means sandbox.DefaultHostUID. No account may
+	// concurrent sandbox; 0 means 2,000,000,000 (backendkit.DefaultHostUID). No account may
 	// use one, nor a subordinate id range overlap them. Run by another
 	// user, programs run as that user.
 	HostUID int

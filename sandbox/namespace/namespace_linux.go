@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 	"github.com/codeagent/codeagent/sandbox/internal/hostids"
 )
@@ -93,7 +94,7 @@ func New(cfg Config) (*Backend, error) {
 	var err error
 	hostUID := -1
 	if os.Geteuid() == 0 {
-		hostUID = programHostUID(cfg) // checked by probe (sandbox.CheckHostUID)
+		hostUID = programHostUID(cfg) // checked by probe (backendkit.CheckHostUID)
 	}
 	base := os.TempDir()
 	var ids *hostids.Pool
@@ -101,7 +102,7 @@ func New(cfg Config) (*Backend, error) {
 		if base, err = rootBaseDir(rootBaseDirs, 0o755); err != nil {
 			return nil, &sandbox.SetupError{Reason: "the backend's directory", Err: err}
 		}
-		if ids, err = hostids.Open(hostids.Dir, hostUID, sandbox.HostUIDCount); err != nil {
+		if ids, err = hostids.Open(hostids.Dir, hostUID, backendkit.HostUIDCount); err != nil {
 			return nil, &sandbox.SetupError{Reason: "the sandboxes' host uids", Err: err}
 		}
 	}
@@ -187,7 +188,7 @@ type run struct {
 	lim  sandbox.Limits
 
 	mu     sync.Mutex
-	reason sandbox.KillReason
+	reason backendkit.KillReason
 	// initFD is a pidfd of the sandbox's first process (-1 until known):
 	// killing it ends every process of the PID namespace at once, sooner
 	// than through bwrap, and a pidfd never reaches a recycled pid.
@@ -206,7 +207,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 			return res, &sandbox.SetupError{Reason: "cgroup limits", Err: err}
 		}
 	}
-	wsDir, err := sandbox.ResolveWorkspace(r.spec.Workspace)
+	wsDir, err := backendkit.ResolveWorkspace(r.spec.Workspace)
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "workspace", Err: err}
 	}
@@ -249,7 +250,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 		// checked afterwards (see modeGuard).
 		defer r.b.guard(wsFile)()
 	}
-	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, sandbox.KilledDisk) })
+	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, backendkit.KilledDisk) })
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
@@ -307,7 +308,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	waitErr := l.cmd.Wait()
 	stopWatch()
 	if ws.Stop() {
-		r.setReason(sandbox.KilledDisk) // past the limit at the end, or the kill raced the exit
+		r.setReason(backendkit.KilledDisk) // past the limit at the end, or the kill raced the exit
 	}
 	res.WallTime = time.Since(start)
 	drained(2 * time.Second)
@@ -349,15 +350,15 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 // watch kills l's sandbox at the wall-clock limit or when ctx ends, until
 // the returned stop is called.
 func (r *run) watch(ctx context.Context, l *launcher) (stop func()) {
-	timer := time.AfterFunc(r.lim.WallTime, func() { r.kill(l, sandbox.KilledTimeout) })
+	timer := time.AfterFunc(r.lim.WallTime, func() { r.kill(l, backendkit.KilledTimeout) })
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				r.kill(l, sandbox.KilledTimeout)
+				r.kill(l, backendkit.KilledTimeout)
 			} else {
-				r.kill(l, sandbox.KilledCancel)
+				r.kill(l, backendkit.KilledCancel)
 			}
 		case <-done:
 		}
@@ -369,7 +370,7 @@ func (r *run) watch(ctx context.Context, l *launcher) (stop func()) {
 }
 
 // kill ends the sandbox for why, the first reason given.
-func (r *run) kill(l *launcher, why sandbox.KillReason) {
+func (r *run) kill(l *launcher, why backendkit.KillReason) {
 	r.setReason(why)
 	if fd := r.initFD.Load(); fd >= 0 {
 		_ = unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0)
@@ -380,9 +381,9 @@ func (r *run) kill(l *launcher, why sandbox.KillReason) {
 	}
 }
 
-func (r *run) setReason(why sandbox.KillReason) {
+func (r *run) setReason(why backendkit.KillReason) {
 	r.mu.Lock()
-	if r.reason == sandbox.NotKilled {
+	if r.reason == backendkit.NotKilled {
 		r.reason = why
 	}
 	r.mu.Unlock()
@@ -443,9 +444,9 @@ func (r *run) verdict(res *sandbox.Result, ps *os.ProcessState, waitErr error, s
 	if ps != nil {
 		code = ps.ExitCode() // bwrap's init reports a program killed by signal N as 128+N
 	}
-	sandbox.Verdict(res, r.lim, reason, stats.OOMKills > 0, code)
+	backendkit.Verdict(res, r.lim, reason, stats.OOMKills > 0, code)
 	switch {
-	case res.Status == sandbox.StatusSignaled && code < 0 && reason == sandbox.NotKilled:
+	case res.Status == sandbox.StatusSignaled && code < 0 && reason == backendkit.NotKilled:
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = int(ws.Signal())
 		}
@@ -460,5 +461,5 @@ func programHostUID(cfg Config) int {
 	if cfg.HostUID > 0 {
 		return cfg.HostUID
 	}
-	return sandbox.DefaultHostUID
+	return backendkit.DefaultHostUID
 }

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 )
 
 // Probe finds out which isolation mechanisms this host offers and whether
@@ -36,9 +36,9 @@ func probe(cfg Config, full bool) (Report, cgroupManager) {
 	asUID := -1
 	if r.Root {
 		asUID = programHostUID(cfg)
-		r.ProgramUID, r.ProgramUIDCount = asUID, sandbox.HostUIDCount
+		r.ProgramUID, r.ProgramUIDCount = asUID, backendkit.HostUIDCount
 		r.ProgramUIDNote = "codeagent's own, one per sandbox, used by no account"
-		if err := sandbox.CheckHostUIDRange(asUID, sandbox.HostUIDCount); err != nil {
+		if err := backendkit.CheckHostUIDRange(asUID, backendkit.HostUIDCount); err != nil {
 			r.Problems = append(r.Problems, err.Error())
 		}
 	} else {

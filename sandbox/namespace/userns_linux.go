@@ -20,7 +20,7 @@ import (
 
 // Run as root, the backend does not let programs act as host root. bwrap
 // runs as a host uid of codeagent's own, one per sandbox (from the range
-// that starts at Config.HostUID, by default sandbox.DefaultHostUID; see
+// that starts at Config.HostUID, by default backendkit.DefaultHostUID; see
 // package hostids), so the user namespace it creates belongs to that uid
 // and per-user kernel quotas are charged to that sandbox alone; codeagent
 // writes the namespace's map itself (bwrap's --userns-block-fd) so that

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
 )
 
@@ -89,7 +90,7 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 	if !eligible {
 		return res, false, nil
 	}
-	wsDir, err := sandbox.ResolveWorkspace(spec.Workspace)
+	wsDir, err := backendkit.ResolveWorkspace(spec.Workspace)
 	if err != nil {
 		return res, false, nil // the cold path reports it
 	}
@@ -208,7 +209,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	if err := asUID(l.uid, func() error { return setRlimits(w.progPid, lim, false) }); err != nil {
 		return res, unusable(err)
 	}
-	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, sandbox.KilledDisk) })
+	ws, err := diskwatch.Start(watched, dl, func() { r.kill(l, backendkit.KilledDisk) })
 	if err != nil {
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
@@ -243,7 +244,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	<-w.exited
 	stopWatch()
 	if ws.Stop() {
-		r.setReason(sandbox.KilledDisk)
+		r.setReason(backendkit.KilledDisk)
 	}
 	res.WallTime = time.Since(start)
 	drained(2 * time.Second)
