@@ -1,6 +1,17 @@
 // Package app is the layer between codeagent's doors (the command line,
 // the HTTP server, MCP) and its libraries: what every door shares when it
-// turns a request into work. So far it holds the execution pipeline.
+// turns a request into work. The doors decode, call app, and encode:
+//
+//   - StartRun (run.go) assembles an agent run: the session's lease and
+//     turn, the provider, the checker, the agent and its kernel.
+//   - StartExec and Program (exec.go, program.go) record a door's
+//     executions and turn a client's program into a sandbox.Spec.
+//   - Executions (here) and Kernels (kernels.go) put every execution and
+//     cell of a process under one queue and one set of metrics.
+//   - Network and the limits (network.go, limits.go) bound what a request
+//     may ask for.
+//   - Describe (errors.go) gives every error its class, which each door
+//     maps once: exit statuses, HTTP statuses, MCP tool errors.
 //
 // Every execution from every door goes through the same layers, in this
 // order (the outermost first):
@@ -19,8 +30,8 @@
 //	    backends.Open) gives a Spec with a network its allow list.
 //	  - The backend runs the program.
 //
-// session.Start stacks the first two for a run's sandbox; Executions.Sandbox
-// gives the last three to any door that has a sandbox to share.
+// StartRun (through session.Start) and StartExec stack the first two over
+// the door's sandbox, which Executions.Sandbox gives with the last three.
 package app
 
 import (

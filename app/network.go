@@ -104,3 +104,10 @@ func Network(req NetworkRequest, b NetworkBounds) (*sandbox.Network, error) {
 	}
 	return nw, nil
 }
+
+// CheckCeiling refuses an egress ceiling (a server's --egress-ceiling)
+// whose rules egress cannot read.
+func CheckCeiling(rules []string) error {
+	_, err := egress.NewPolicy(rules)
+	return err
+}

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -18,19 +17,4 @@ func (s *Server) network(allow []string) (*sandbox.Network, error) {
 		return nil, argError("allow_hosts: %v", err)
 	}
 	return nw, nil
-}
-
-// checkerFor is the checker of run_task's programs: with a network, the
-// server's policy with HTTP clients allowed, built when first needed.
-func (s *Server) checkerFor(nw *sandbox.Network) (*safety.Checker, error) {
-	if nw == nil {
-		return s.checker, nil
-	}
-	return s.netChk.Get(func() (*safety.Policy, error) {
-		p, err := manifestPolicy(s.deps.Manifest)
-		if err != nil {
-			return nil, err
-		}
-		return p.WithNetwork(), nil
-	})
 }

@@ -13,7 +13,7 @@ import (
 // fix the arguments, or call again later; never a host path.
 func TestToolError(t *testing.T) {
 	for _, c := range []struct {
-		err        error
+		err       error
 		want, not string
 	}{
 		{argError("code is empty"), "invalid arguments: code is empty", ""},

@@ -16,7 +16,6 @@ import (
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -148,24 +147,18 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return nil, out, err
 	}
 	// Audited first: what cannot be recorded does not run.
-	var rec *session.Recorder
-	if s.deps.Store != nil {
-		rec = session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log)
-		if err := rec.Audit("execute_code", map[string]any{"language": l.Name, "code": in.Code,
-			"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts,
-			"keep_state": in.KeepState}); err != nil {
-			return nil, out, &session.AuditError{Err: err}
-		}
+	x, err := s.startExec(ctx, st, app.AuditRecord{Kind: "execute_code", Data: map[string]any{"language": l.Name, "code": in.Code,
+		"code_sha256": sha(in.Code), "files": keys(in.Files), "limits": limits, "allow_hosts": in.AllowHosts,
+		"keep_state": in.KeepState}})
+	if err != nil {
+		return nil, out, err
 	}
 	if in.KeepState {
-		return s.executeCell(ctx, st, ws, in, limits, before, rec)
+		return s.executeCell(ctx, st, ws, in, limits, before, x)
 	}
-	sb := s.sandbox(st, rec)
 	spec := app.Program{Lang: l, Code: []byte(in.Code), Stdin: strings.NewReader(in.Stdin), Limits: limits,
 		Network: network}.Spec(ws.Dir)
-	rctx, cancel := withRunContext(ctx, maxRateWait)
-	defer cancel()
-	res, err := sb.Run(rctx, spec)
+	res, err := x.Run(ctx, spec)
 	var setup *sandbox.SetupError
 	switch {
 	case errors.As(err, &setup) || errors.Is(err, sandbox.ErrInvalidSpec):
@@ -174,7 +167,7 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return nil, out, err
 	}
 	out.ResultJSON = res.JSON()
-	if err := collect(rec, ws, before, &out, res.WallTime); err != nil {
+	if err := collect(x, ws, before, &out, res.WallTime); err != nil {
 		return nil, out, err
 	}
 	images, names := s.images(ws, out.Files)
@@ -211,7 +204,8 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 	}
 	if s.deps.Store != nil {
 		safe := out.Safe
-		session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log).Event(agent.Event{Type: agent.EventChecked,
+		x, _ := s.startExec(ctx, st, app.AuditRecord{}) // writes nothing yet
+		x.Rec.Event(agent.Event{Type: agent.EventChecked,
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "check_code", Findings: out.Findings, Safe: &safe})
 	}
 	return nil, out, nil
@@ -219,9 +213,9 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 
 // collect records an execution's result (with rec) and puts the
 // workspace's changes since before in out.
-func collect(rec *session.Recorder, ws *workspace.Workspace, before workspace.Snapshot, out *ExecuteOutput, wall time.Duration) error {
-	if rec != nil {
-		rec.Event(agent.Event{Type: agent.EventExecuted,
+func collect(x *app.Exec, ws *workspace.Workspace, before workspace.Snapshot, out *ExecuteOutput, wall time.Duration) error {
+	if x != nil {
+		x.Rec.Event(agent.Event{Type: agent.EventExecuted,
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: wall.Milliseconds()})
 	}
 	var err error

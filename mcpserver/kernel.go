@@ -6,10 +6,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -40,21 +40,15 @@ func (s *Server) checkKeepState(l lang.Language, in ExecuteInput) error {
 }
 
 func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspace.Workspace, in ExecuteInput, limits sandbox.Limits,
-	before workspace.Snapshot, rec *session.Recorder) (*mcp.CallToolResult, ExecuteOutput, error) {
+	before workspace.Snapshot, x *app.Exec) (*mcp.CallToolResult, ExecuteOutput, error) {
 	var out ExecuteOutput
-	rctx, cancel := context.WithTimeout(ctx, maxRateWait)
-	err := s.sandbox(st, nil).Wait(rctx)
-	cancel()
-	if err != nil {
-		return nil, out, err
-	}
 	var res kernel.Result
 	exec := func() (sandbox.Result, error) {
 		var err error
-		res, err = s.deps.Kernels.Exec(ctx, kernelKey(st), ws.Dir, kernel.Cell{Code: in.Code, Stdin: in.Stdin, Timeout: limits.WallTime})
+		res, err = s.deps.Kernels.Exec(ctx, "mcp", true, kernelKey(st), ws.Dir, kernel.Cell{Code: in.Code, Stdin: in.Stdin, Timeout: limits.WallTime})
 		return res.Result, err
 	}
-	if _, err := rec.Cell(in.Code, limits.WallTime, exec); err != nil {
+	if _, err := x.Cell(ctx, in.Code, limits.WallTime, exec); err != nil {
 		return nil, out, err
 	}
 	j := res.JSON()
@@ -80,7 +74,7 @@ func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspac
 		out.Display = append(out.Display, shown)
 	}
 	out.Images = res.Images
-	if err := collect(rec, ws, before, &out, res.WallTime); err != nil {
+	if err := collect(x, ws, before, &out, res.WallTime); err != nil {
 		return nil, out, err
 	}
 	result, err := resultWith(out, images)

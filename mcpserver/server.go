@@ -25,7 +25,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/safety"
@@ -150,7 +149,7 @@ type Deps struct {
 	// Kernels runs execute_code's cells with keep_state, one kernel per
 	// MCP session; nil means keep_state is refused. The Server does not
 	// close it.
-	Kernels *kernel.Manager
+	Kernels *app.Kernels
 	Logger  *slog.Logger
 }
 
@@ -161,7 +160,7 @@ type Server struct {
 	log     *slog.Logger
 	mcp     *mcp.Server
 	checker *safety.Checker
-	netChk  safety.Lazy // the checker of run_task with a network
+	runs    *app.Runs // run_task's runs, with the checkers of programs with and without a network
 	ownChk  bool
 	langs   []string // languages execute_code and run_task accept
 
@@ -193,6 +192,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.ownChk = true
 	}
 	s.langs = allowedLanguages(deps.Manifest)
+	s.runs = &app.Runs{Store: deps.Store, Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: log,
+		Checkers: &app.Checkers{Plain: s.checker, Policy: func() (*safety.Policy, error) { return manifestPolicy(deps.Manifest) }}}
 	// The workspaces of MCP sessions a dead process left (kill -9).
 	if n, err := workspace.SweepTemp(cfg.WorkDir, workspacePrefix); err != nil {
 		log.Warn("remove the MCP workspaces of a process that died", "err", err)
@@ -242,7 +243,7 @@ func (s *Server) Close() error {
 		s.checker.Close()
 		s.ownChk = false
 	}
-	s.netChk.Close()
+	s.runs.Checkers.Close()
 	return nil
 }
 

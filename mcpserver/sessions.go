@@ -7,14 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/internal/lazyre"
-	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/sandbox/ratelimit"
-	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -24,8 +21,8 @@ type sessionState struct {
 	label  string // session name in audit records: mcp-<id>, or mcp-<owner>-<id>
 	ctx    context.Context
 	cancel context.CancelFunc
-	bucket ratelimit.Bucket // the session's rate limit
-	busy   chan struct{}    // held while a call uses the workspace
+	limit  *app.SessionLimit // the session's rate limit
+	busy   chan struct{}     // held while a call uses the workspace
 	calls  sync.WaitGroup
 
 	mu sync.Mutex
@@ -76,7 +73,7 @@ func (s *Server) newSession(req *mcp.CallToolRequest) *sessionState {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &sessionState{label: label, ctx: ctx, cancel: cancel, busy: make(chan struct{}, 1),
-		bucket: ratelimit.NewMemoryBucket(s.cfg.ExecsPerMinute)}
+		limit: app.NewSessionLimit(s.cfg.ExecsPerMinute)}
 }
 
 var labelPart = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -164,39 +161,13 @@ func (st *sessionState) lock(ctx context.Context) (unlock func(), err error) {
 	}
 }
 
-// sandbox is the server's sandbox for one call of the session: under its
-// rate limit and, with rec, audited before each execution (see
-// session.Audited) once the limit admits it.
-func (s *Server) sandbox(st *sessionState, rec *session.Recorder) *ratelimit.Limiter {
-	var sb sandbox.Sandbox = shared{s.deps.Sandbox}
-	if rec != nil {
-		sb = session.Audited(sb, rec)
-	}
-	return ratelimit.NewShared(sb, s.cfg.ExecsPerMinute, st.bucket)
+// startExec records a call of the session that runs programs or cells
+// (app.StartExec): under the session's rate limit, waited for at most
+// maxRateWait, and audited under its label once the limit admits each.
+func (s *Server) startExec(ctx context.Context, st *sessionState, rec app.AuditRecord) (*app.Exec, error) {
+	return app.StartExec(ctx, app.ExecRequest{Store: s.deps.Store, Session: st.label, Audit: rec, Sandbox: s.deps.Sandbox,
+		Limit: st.limit, MaxWait: maxRateWait, Logger: s.log})
 }
-
-// shared is the server's sandbox under a session's rate limiter: Close
-// does nothing (the server's owner closes it), and Run runs under the
-// context saved by withRunContext, so that a deadline bounding only the
-// wait for the rate limit does not cut the program short.
-type shared struct{ sandbox.Sandbox }
-
-type runCtxKey struct{}
-
-// withRunContext bounds the wait for the rate limit to wait; the program
-// then runs under ctx.
-func withRunContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithValue(ctx, runCtxKey{}, ctx), wait)
-}
-
-func (s shared) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if c, ok := ctx.Value(runCtxKey{}).(context.Context); ok {
-		ctx = c
-	}
-	return s.Sandbox.Run(ctx, spec)
-}
-
-func (shared) Close() error { return nil }
 
 // lockedWorkspace takes a session's workspace for a call that writes or runs
 // in it, with files written first; unlock lets the next such call in.

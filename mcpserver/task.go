@@ -9,11 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
-	"github.com/codeagent/codeagent/llm"
-	"github.com/codeagent/codeagent/llm/providers"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -55,10 +53,6 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	if err != nil {
 		return nil, out, err
 	}
-	checker, err := s.checkerFor(network)
-	if err != nil {
-		return nil, out, err
-	}
 	maxIter := in.MaxIterations
 	if maxIter == 0 {
 		maxIter = s.cfg.MaxIterations
@@ -75,53 +69,54 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, err
 	}
 	defer unlock()
-	meter := &llm.Meter{}
-	provider, err := providers.New(*s.deps.Model, s.log, meter)
-	if err != nil {
-		return nil, out, fmt.Errorf("model: %w", err)
-	}
-	var obs []agent.Observer
-	var rec *session.Recorder
-	if s.deps.Store != nil {
-		// Audited first: what cannot be recorded does not run.
-		rec = session.NewRecorder(ctx, s.deps.Store, st.label, "", randomID(), s.log)
-		if err := rec.Audit("run_task", map[string]any{"task": in.Task, "language": l.Name, "files": keys(in.Files),
-			"max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts}); err != nil {
-			return nil, out, &session.AuditError{Err: err}
-		}
-		obs = append(obs, rec)
-	}
-	sb := s.sandbox(st, rec)
+	var obs agent.Observer
 	if token := req.Params.GetProgressToken(); token != nil {
-		obs = append(obs, &progress{ctx: ctx, ss: req.Session, token: token})
+		obs = &progress{ctx: ctx, ss: req.Session, token: token}
 	}
-	a, err := agent.New(agent.Config{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
-		Limits: limits, Network: network, Secrets: append([]string{s.deps.Model.APIKey}, s.deps.Secrets...),
-		Mode: in.Mode, MaxSteps: in.MaxSteps},
-		agent.Deps{Provider: provider, Sandbox: sb, Checker: checker, Logger: s.log, Observer: agent.Observers(obs...)})
-	if err != nil {
-		return nil, out, argError("%v", err)
+	rr := app.RunRequest{
+		Config: agent.Config{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
+			Limits: limits, Network: network, Mode: in.Mode, MaxSteps: in.MaxSteps},
+		Task:  in.Task,
+		Label: st.label, Sandbox: s.deps.Sandbox, Limit: st.limit,
+		// Audited first: what cannot be recorded does not run.
+		Audit: app.AuditRecord{Kind: "run_task", Data: map[string]any{"task": in.Task, "language": l.Name,
+			"files": keys(in.Files), "max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts}},
+		Observer: obs,
 	}
-	task := agent.Task{Prompt: in.Task, Workspace: ws, TestCode: in.Tests}
 	if km := s.deps.Kernels; km != nil {
 		// Tool mode's cells run in the MCP session's kernel, as
 		// execute_code's keep_state does; it stays the session's.
 		key := kernelKey(st)
-		k := session.KeptKernel(rec, func(ctx context.Context, c kernel.Cell) (kernel.Result, error) {
-			return km.Exec(ctx, key, ws.Dir, c)
-		}, func() { km.Restart(key) })
-		task.NewKernel = func(kernel.Options) kernel.Interpreter { return k }
+		rr.Kernel = &app.KeptKernel{Exec: func(ctx context.Context, c kernel.Cell) (kernel.Result, error) {
+			return km.Exec(ctx, "mcp", false, key, ws.Dir, c)
+		}, Restart: func() { km.Restart(key) }}
 	}
-	res, err := a.Run(ctx, task)
+	run, err := s.runs.StartRun(ctx, rr)
+	if err != nil {
+		return nil, out, err
+	}
+	a, err := run.NewAgent()
+	if err != nil {
+		run.Close()
+		return nil, out, err
+	}
+	rctx, err := run.Begin(ctx)
+	if err != nil {
+		run.Close()
+		return nil, out, err
+	}
+	res, err := run.Agent(rctx, a, agent.Task{Workspace: ws, TestCode: in.Tests})
+	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil && err == nil {
+		err = ferr
+	}
 	if ctx.Err() != nil {
 		return nil, out, fmt.Errorf("run_task: %w", context.Cause(ctx))
 	}
 	if err != nil {
 		return nil, out, fmt.Errorf("run_task: %w", err)
 	}
-	u := meter.Total()
 	out = RunTaskOutput{Success: res.Success, Attempts: res.Attempts, Code: res.Code, Output: res.Output,
-		Artifacts: res.Artifacts, Message: res.Message, Requests: meter.Requests(), Tokens: u.Total()}
+		Artifacts: res.Artifacts, Message: res.Message, Requests: res.Usage.Requests, Tokens: res.Usage.TotalTokens}
 	if out.Artifacts == nil {
 		out.Artifacts = []workspace.Artifact{}
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -35,17 +34,4 @@ func (s *Server) network(n *networkRequest) (*sandbox.Network, error) {
 	return app.Network(app.NetworkRequest{Allow: n.Allow, MaxBytes: maxBytes}, app.NetworkBounds{Bounded: true,
 		Ceiling: s.cfg.EgressCeiling, CeilingName: "this server's egress ceiling (serve --egress-ceiling)",
 		MaxBytes: s.cfg.EgressMaxBytes, Resolve: s.cfg.EgressResolve})
-}
-
-// checkerFor is the checker of a run: with a network, the server's policy
-// with HTTP clients allowed (safety.Policy.WithNetwork), built when first
-// needed.
-func (s *Server) checkerFor(nw *sandbox.Network) (*safety.Checker, error) {
-	if nw == nil {
-		return s.checker, nil
-	}
-	if s.deps.NetChecker != nil {
-		return s.deps.NetChecker, nil
-	}
-	return s.netChk.Get(func() (*safety.Policy, error) { return s.deps.Policy.WithNetwork(), nil })
 }

@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/session"
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := app.ProgramLanguage(req.Language, req.Code)
+	l, limits, err := s.program(req.Language, req.Code, req.Env, req.Limits)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -41,16 +42,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("at most %d files", maxExecFiles))
 		return
 	}
-	if err := app.CheckEnv(req.Env); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	if err := app.CheckFileNames(req.Files); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	limits, err := s.limits(req.Limits)
-	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -85,17 +77,34 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	spec := app.Program{Lang: l, Code: []byte(req.Code), Stdin: strings.NewReader(req.Stdin), Env: req.Env,
 		Limits: limits, Network: network}.Spec(dir)
 	// Like every run, a one-shot execution is in the audit log before it
-	// starts (session.Audited); it belongs to no session, so its records
+	// starts (app.StartExec); it belongs to no session, so its records
 	// name the key that asked for it.
-	rec := session.NewRecorder(r.Context(), s.deps.Store, "", "", "exec-"+session.NewRunID(), s.log)
-	if err := rec.Audit("exec_request", map[string]any{"key": ownerOf(r.Context()), "language": l.Name}); err != nil {
-		s.writeError(w, r, &session.AuditError{Err: err})
+	x, err := app.StartExec(r.Context(), app.ExecRequest{Store: s.deps.Store, Sandbox: s.executions.Sandbox("exec", true),
+		Audit:  app.AuditRecord{Kind: "exec_request", Data: map[string]any{"key": ownerOf(r.Context()), "language": l.Name}},
+		Logger: s.log})
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
-	res, err := session.Audited(s.executions.Sandbox("exec", true), rec).Run(r.Context(), spec)
+	res, err := x.Run(r.Context(), spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res.JSON())
+}
+
+// program checks what /v1/exec and a session's exec share: the program's
+// language and code, its environment, and its limits within the server's
+// range.
+func (s *Server) program(language, code string, env map[string]string, limits map[string]json.RawMessage) (lang.Language, sandbox.Limits, error) {
+	l, err := app.ProgramLanguage(language, code)
+	if err != nil {
+		return l, sandbox.Limits{}, err
+	}
+	if err := app.CheckEnv(env); err != nil {
+		return l, sandbox.Limits{}, err
+	}
+	lim, err := s.limits(limits)
+	return l, lim, err
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/session"
 )
 
 // Kernels: POST /v1/sessions/{id}/exec with "state": "keep" runs a cell in
@@ -46,16 +45,7 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := app.ProgramLanguage(req.Language, req.Code)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := app.CheckEnv(req.Env); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	limits, err := s.limits(req.Limits)
+	l, limits, err := s.program(req.Language, req.Code, req.Env, req.Limits)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -89,15 +79,17 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	defer s.endExec()
 	// Audited like /v1/exec: the request, then each execution's start
 	// and end, in the session's name.
-	rec := session.NewRecorder(r.Context(), s.deps.Store, o.Name, "", "exec-"+session.NewRunID(), s.log)
-	if err := rec.Audit("exec_request", map[string]any{"key": o.Owner, "language": l.Name, "state": cmp.Or(req.State, "fresh")}); err != nil {
-		s.writeError(w, r, &session.AuditError{Err: err})
+	x, err := app.StartExec(r.Context(), app.ExecRequest{Store: s.deps.Store, Session: o.Name,
+		Sandbox: s.executions.Sandbox("exec", true), Logger: s.log,
+		Audit: app.AuditRecord{Kind: "exec_request", Data: map[string]any{"key": o.Owner, "language": l.Name, "state": cmp.Or(req.State, "fresh")}}})
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if !keep {
 		spec := app.Program{Lang: l, Code: []byte(req.Code), Stdin: strings.NewReader(req.Stdin), Env: req.Env,
 			Limits: limits}.Spec(ws.Dir)
-		res, err := session.Audited(s.executions.Sandbox("exec", true), rec).Run(r.Context(), spec)
+		res, err := x.Run(r.Context(), spec)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -106,7 +98,7 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var res kernel.Result
-	_, err = rec.Cell(req.Code, limits.WallTime, func() (sandbox.Result, error) {
+	_, err = x.Cell(r.Context(), req.Code, limits.WallTime, func() (sandbox.Result, error) {
 		var err error
 		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, kernel.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime}, true)
 		return res.Result, err
@@ -119,18 +111,9 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 }
 
 // execCell runs a cell through the execution queue (bounded: refused
-// when it is full, instead of waiting) and counts it; a cell the kernel
-// refused (busy, stopped) is not counted as an execution.
+// when it is full, instead of waiting) and counts it (app.Kernels).
 func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kernel.Cell, bounded bool) (kernel.Result, error) {
-	var res kernel.Result
-	_, err := s.executions.Do(ctx, "kernel", bounded, func() (sandbox.Result, error) {
-		var err error
-		if res, err = s.kernels.Exec(ctx, key, ws, c); err != nil {
-			return res.Result, app.NotRun{Err: err}
-		}
-		return res.Result, nil
-	})
-	return res, err
+	return s.kernels.Exec(ctx, "kernel", bounded, key, ws, c)
 }
 
 // handleRestartKernel ends the session's kernel; the next cell starts a

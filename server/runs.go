@@ -312,41 +312,37 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
-	run, err := s.ownRun(r)
-	if errors.Is(err, errNotLive) {
-		v, _, err := s.storedRun(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, v)
-		return
+	if run := s.liveRun(w, r, http.StatusOK); run != nil {
+		writeJSON(w, http.StatusOK, run.view())
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, run.view())
 }
 
 func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
+	// A finished run (or one of another process) cannot be canceled here:
+	// liveRun answers with it as it is.
+	if run := s.liveRun(w, r, http.StatusAccepted); run != nil {
+		run.cancel()
+		writeJSON(w, http.StatusAccepted, run.view())
+	}
+}
+
+// liveRun is the request's run when it is under way in this process;
+// otherwise it answers itself, with the stored run (and status) or the
+// error, and returns nil.
+func (s *Server) liveRun(w http.ResponseWriter, r *http.Request, status int) *run {
 	run, err := s.ownRun(r)
 	if errors.Is(err, errNotLive) {
-		// A finished run (or one of another process) cannot be canceled here.
-		v, _, err := s.storedRun(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
+		var v runJSON
+		if v, _, err = s.storedRun(r); err == nil {
+			writeJSON(w, status, v)
+			return nil
 		}
-		writeJSON(w, http.StatusAccepted, v)
-		return
 	}
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return nil
 	}
-	run.cancel()
-	writeJSON(w, http.StatusAccepted, run.view())
+	return run
 }
 
 // handleRunEvents streams a run's events as Server-Sent Events: every event

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
@@ -134,7 +133,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("server: %w", err)
 		}
 	}
-	if _, err := egress.NewPolicy(c.EgressCeiling); err != nil {
+	if err := app.CheckCeiling(c.EgressCeiling); err != nil {
 		return fmt.Errorf("server: egress ceiling: %w", err)
 	}
 	if c.EgressMaxBytes < 0 {
@@ -204,9 +203,10 @@ type Deps struct {
 	// MCP, when set, is served at /mcp behind the same keys; MCP sessions
 	// are owned by the key that opened them.
 	MCP MCPHandler
-	// Kernels runs the sessions' kernels; nil makes one from the Config
-	// (closed by Shutdown). Share it with MCP so that one cap holds.
-	Kernels *kernel.Manager
+	// Kernels runs the sessions' kernels; nil makes them from the Config,
+	// under Executions (closed by Shutdown). Share them with MCP so that
+	// one cap and one queue hold.
+	Kernels *app.Kernels
 	// Executions are the Sandbox under the execution queue; nil makes them
 	// from the Config's Workers and QueueLength. Share them with MCP (its
 	// Sandbox from Executions.Sandbox) so that one queue and one set of
@@ -233,9 +233,9 @@ type Server struct {
 	// uploadLocks gives each session's uploads their turn (quotas).
 	uploadLocks sessionLocks
 	checker     *safety.Checker
-	netChk      safety.Lazy // the checker of runs with a network
+	agents      *app.Runs // the agent runs' assembly, with the checkers of runs with and without a network
 	ownChk      bool
-	kernels     *kernel.Manager
+	kernels     *app.Kernels
 	ownKernels  bool
 	closeChk    sync.Once
 	handler     http.Handler
@@ -291,8 +291,20 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.auth = newAuthenticator(keys, cfg.RatePerSecond, cfg.RateBurst)
 	s.runs = newRunRegistry()
+	secrets := append([]string{}, deps.Secrets...)
+	for _, k := range cfg.Keys {
+		secrets = append(secrets, k.Token)
+	}
+	modelError := "start codeagent serve with --base-url and --model (or --provider and an API key)"
+	if deps.ModelError != "" {
+		modelError += ": " + deps.ModelError
+	}
+	policy := deps.Policy
+	s.agents = &app.Runs{Store: deps.Store, Model: deps.Model, ModelError: modelError, Secrets: secrets, Logger: log,
+		Checkers: &app.Checkers{Plain: s.checker, Net: deps.NetChecker, Policy: func() (*safety.Policy, error) { return policy, nil }}}
 	if s.kernels = deps.Kernels; s.kernels == nil {
-		s.kernels, s.ownKernels = kernel.NewManager(cfg.kernelsConfig(deps.Sandbox, log)), true
+		s.kernels = &app.Kernels{Manager: kernel.NewManager(cfg.kernelsConfig(deps.Sandbox, log)), Executions: s.executions}
+		s.ownKernels = true
 	}
 	s.recover()
 	s.handler = s.routes()
@@ -354,7 +366,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.ownKernels {
 		s.kernels.Close()
 	}
-	s.netChk.Close()
+	s.agents.Checkers.Close()
 	return nil
 }
 

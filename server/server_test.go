@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/llmtest"
@@ -77,11 +78,14 @@ func newTestServer(t testing.TB, o testOptions) *testServer {
 		deps.Model = &cfg
 	}
 	if o.mcp {
-		// One kernel manager for the API and MCP, as `codeagent serve` has.
+		// One queue and one kernel manager for the API and MCP, as
+		// `codeagent serve` has.
+		execs := app.NewExecutions(sb, o.cfg.Workers, o.cfg.QueueLength)
 		km := kernel.NewManager(o.cfg.kernelsConfig(sb, deps.Logger))
-		ts.km, deps.Kernels = km, km
+		ts.km, deps.Executions = km, execs
+		deps.Kernels = &app.Kernels{Manager: km, Executions: execs}
 		o.mcpCfg.WorkDir = t.TempDir()
-		m, err := mcpserver.New(o.mcpCfg, mcpserver.Deps{Sandbox: sb, Store: st, Logger: deps.Logger, Kernels: km})
+		m, err := mcpserver.New(o.mcpCfg, mcpserver.Deps{Sandbox: execs.Sandbox("mcp", true), Store: st, Logger: deps.Logger, Kernels: deps.Kernels})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,8 +31,10 @@ const (
 type Options struct {
 	Store *store.Store
 	// Session is the session the run is a turn of; nil runs outside any
-	// session (still audited, under a rate limit of its own).
+	// session (still audited, named Label in the records, under a rate
+	// limit of its own unless Bucket is given).
 	Session *store.Session
+	Label   string
 	Task    string
 	// Purpose names the holder in lease messages ("codeagent run").
 	Purpose string
@@ -44,7 +46,10 @@ type Options struct {
 	// executions across every process of the store (default 10).
 	Sandbox   sandbox.Sandbox
 	PerMinute int
-	Logger    *slog.Logger
+	// Bucket, when given, counts the run's executions with others' (an
+	// MCP session's calls); else the session's, or the run's own.
+	Bucket ratelimit.Bucket
+	Logger *slog.Logger
 }
 
 // Run is one run under way: its turn, its audit recorder, and the sandbox
@@ -84,11 +89,14 @@ func Start(ctx context.Context, o Options) (*Run, error) {
 	}
 	r := &Run{ID: NewRunID(), st: o.Store, sess: o.Session, opts: o, log: log, done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
-	sessName, turnID := "", ""
+	sessName, turnID := o.Label, ""
 	var bucket ratelimit.Bucket = ratelimit.NewMemoryBucket(o.PerMinute)
 	if o.Session != nil {
 		sessName, turnID = o.Session.Name, r.ID
 		bucket = storeBucket{st: o.Store, key: "session:" + o.Session.ID, perMinute: ratelimit.PerMinute(o.PerMinute)}
+	}
+	if o.Bucket != nil {
+		bucket = o.Bucket
 	}
 	r.Rec = NewRecorder(ctx, o.Store, sessName, turnID, r.ID, log)
 	// Audited inside the limit: an execution is recorded when it starts.

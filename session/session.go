@@ -53,7 +53,8 @@ type Recorder struct {
 var _ agent.Observer = (*Recorder)(nil)
 
 // NewRecorder records into st. session may be "" and turnID too (a run
-// outside any session is still audited).
+// outside any session is still audited). A nil st records nothing: the
+// audit log of a library's server that was given no store.
 func NewRecorder(ctx context.Context, st *store.Store, session, turnID, runID string, log *slog.Logger) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -144,7 +145,7 @@ func (r *Recorder) Event(e agent.Event) {
 
 // save writes the attempt under way; each step overwrites the row.
 func (r *Recorder) save() {
-	if r.turnID == "" || r.cur.N == 0 {
+	if r.turnID == "" || r.cur.N == 0 || r.st == nil {
 		return
 	}
 	if err := r.st.AddAttempt(r.ctx, r.turnID, r.cur); err != nil {
@@ -163,6 +164,9 @@ func (r *Recorder) Audit(kind string, data map[string]any) error {
 
 func (r *Recorder) auditLocked(kind string, data map[string]any) error {
 	r.seq++
+	if r.st == nil {
+		return nil
+	}
 	if _, err := r.st.AuditRun(r.ctx, r.session, r.runID, r.seq, kind, data); err != nil {
 		r.log.Warn("audit", "kind", kind, "err", err)
 		if r.err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
@@ -109,7 +110,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	defer sb.Close() // after the server: its programs are gone by then
-	km := kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb}, Logger: logger})
+	km := &app.Kernels{Manager: kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb}, Logger: logger})}
 	defer km.Close() // after the server, before the sandbox
 	deps.Store, deps.Sandbox, deps.Kernels = st, sb, km
 	resolve, err := o.Egress.resolveMap()

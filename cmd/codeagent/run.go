@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
@@ -219,20 +220,24 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		return nil, err
 	}
 	defer checker.Close()
-	meter := &llm.Meter{}
-	provider, err := newProvider(cfg, logger, meter)
-	if err != nil {
-		return nil, err
-	}
 	obs, closeEvents, err := runObservers(ctx, o, s)
 	if err != nil {
 		return nil, err
 	}
 	defer closeEvents()
+	// One checker: the policy is this run's, with or without a network.
+	runs := &app.Runs{Store: st, Model: &cfg, Checkers: &app.Checkers{Plain: checker, Net: checker},
+		Secrets: []string{o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}, Logger: logger}
 	// The session's lease comes before its workspace is touched.
-	run, err := session.Start(ctx, session.Options{Store: st, Session: sess, Task: o.Task, Purpose: "codeagent run",
+	run, err := runs.StartRun(ctx, app.RunRequest{
+		Config: agent.Config{
+			MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
+			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
+			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools,
+		},
+		Task: o.Task, Session: sess, Purpose: "codeagent run",
 		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
-		Sandbox: sb, PerMinute: perMinute, Logger: logger})
+		Sandbox: sb, PerMinute: perMinute, Observer: obs})
 	if err != nil {
 		return nil, err
 	}
@@ -253,12 +258,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 			return nil, usageError{err}
 		}
 	}
-	a, err := agent.New(agent.Config{
-		MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
-		Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
-		Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools,
-		Secrets: []string{cfg.APIKey, o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)},
-	}, agent.Deps{Provider: provider, Sandbox: run.Sandbox, Checker: checker, Logger: logger, Observer: agent.Observers(obs, run.Rec)})
+	a, err := run.NewAgent()
 	if err != nil {
 		run.Close()
 		return nil, usageError{err}
@@ -268,11 +268,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		run.Close()
 		return nil, err
 	}
-	res, err := a.Run(rctx, agent.Task{Prompt: o.Task, Workspace: ws, TestCode: testCode, History: run.History, NewKernel: run.NewKernel})
-	if n := meter.Requests(); n > 0 { // the meter also counts retried requests
-		u := meter.Total()
-		res.Usage = agent.Usage{Requests: n, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total()}
-	}
+	res, err := run.Agent(rctx, a, agent.Task{Workspace: ws, TestCode: testCode})
 	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil {
 		var ae *session.AuditError
 		if errors.As(ferr, &ae) {

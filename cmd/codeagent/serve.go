@@ -212,8 +212,9 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	deps.Store, deps.Sandbox, deps.Executions = st, sb, execs
 	// One set of kernels for the API and MCP, under one cap; ended after
 	// the servers, before the sandbox.
-	deps.Kernels = kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb, Limits: scfg.KernelLimits},
+	km := kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb, Limits: scfg.KernelLimits},
 		Max: scfg.MaxKernels, IdleTimeout: scfg.KernelIdleTimeout, Logger: logger})
+	deps.Kernels = &app.Kernels{Manager: km, Executions: execs}
 	defer deps.Kernels.Close()
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version, SessionMaxBytes: o.SessionMaxBytes,
 		SessionMaxFiles: o.SessionMaxFiles, EgressCeiling: scfg.EgressCeiling, EgressMaxBytes: scfg.EgressMaxBytes,

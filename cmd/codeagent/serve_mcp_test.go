@@ -26,6 +26,17 @@ func TestServeMCPSharesTheQueue(t *testing.T) {
 		!strings.Contains(body, "codeagent_exec_workers 1\n") || !strings.Contains(body, "codeagent_exec_queue_capacity 1\n") {
 		t.Fatalf("metrics after an MCP execution: %d\n%s", code, body)
 	}
+	// A cell of the MCP session's kernel (keep_state) takes a worker slot
+	// too, and is counted under its door.
+	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code",
+		Arguments: map[string]any{"language": "python", "code": "x = 6 * 7\nprint(x)", "keep_state": true}})
+	if err != nil || res.IsError {
+		t.Fatalf("execute_code with keep_state: %v %+v", err, res)
+	}
+	code, body, _ = call(t, "GET", base+"/metrics", "")
+	if code != 200 || !strings.Contains(body, `codeagent_executions_total{source="mcp",status="ok"} 2`) {
+		t.Fatalf("metrics after an MCP cell: %d\n%s", code, body)
+	}
 }
 
 // connectServeMCP connects an MCP client to /mcp of the server at base
