@@ -44,6 +44,7 @@ type evalOptions struct {
 	TaskTimeout   time.Duration
 	Backend       string
 	AllowWeak     bool
+	Backends      *backendFlags // --image and the kubernetes backend's settings
 	Provider      *providerFlags
 	Getenv        func(string) string
 }
@@ -88,6 +89,7 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	durationVar(fs, &o.TaskTimeout, "task-timeout", 15*time.Minute, boundTaskTime, "time limit of one task's agent run (0: none)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
+	o.Backends = addBackendFlags(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -276,8 +278,8 @@ func (e evalStopped) Unwrap() error { return context.Canceled }
 // the tasks with a progress bar on a terminal.
 func evalTasks(ctx context.Context, o evalOptions, cfg eval.Config, pcfg llm.Config, todo []eval.Job, s stdio) ([]eval.Record, error) {
 	logger := newLogger(s.err)
-	sb, err := openBackend(o.Backend, backends.Options{Warm: max(2, o.Concurrency), WarmPython: max(2, o.Concurrency),
-		AllowWeakIsolation: o.AllowWeak, Logger: logger})
+	sb, err := openBackend(o.Backend, o.Backends.options(backends.Options{Warm: max(2, o.Concurrency), WarmPython: max(2, o.Concurrency),
+		AllowWeakIsolation: o.AllowWeak, Logger: logger}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return nil, usageError{err}
 	}

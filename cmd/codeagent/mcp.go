@@ -24,6 +24,7 @@ type mcpOptions struct {
 	DataDir   string
 	Backend   string
 	AllowWeak bool
+	Backends  *backendFlags // --image and the kubernetes backend's settings
 	Provider  *providerFlags
 	Egress    ceilingFlags
 	Getenv    func(string) string
@@ -41,6 +42,7 @@ func cmdMCP(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
+	o.Backends = addBackendFlags(fs)
 	o.Provider = addProviderFlags(fs)
 	o.Egress.register(fs)
 	if code, done := parseFlags(fs, args); done {
@@ -102,7 +104,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	defer st.Close()
-	sb, err := openBackend(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger})
+	sb, err := openBackend(backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}

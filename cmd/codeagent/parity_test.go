@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -161,6 +163,48 @@ func TestDoorParity(t *testing.T) {
 			if d.name == "http" && !strings.HasPrefix(detail, "400 ") {
 				t.Errorf("http: %s: %s, want 400", bad.what, detail)
 			}
+		}
+	}
+}
+
+// TestBackendFlagsAtEveryDoor: every command that opens a sandbox takes
+// the backend's own flags (--image, the kubernetes backend's cluster
+// settings) and hands them to the backend: run, mcp, repl and eval once
+// took --backend but not these, so that a kubernetes backend there could
+// not be pointed at a cluster or an image.
+func TestBackendFlagsAtEveryDoor(t *testing.T) {
+	var got []backends.Options
+	openBackend = func(_ string, o backends.Options) (sandbox.Sandbox, error) {
+		got = append(got, o)
+		return nil, errors.New("stop here")
+	}
+	t.Cleanup(func() { openBackend = backends.Open })
+	tasks := writeProgram(t, "tasks.jsonl", `{"task_id":"t/0","prompt":"def f():\n","entry_point":"f","test":"def check(c):\n    pass\n"}`+"\n")
+	model := []string{"--base-url", "http://127.0.0.1:9/v1", "--model", "m"}
+	flags := []string{"--backend", "docker", "--image", "img:test", "--kubeconfig", "/nonexistent/kc", "--namespace", "ns-test"}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"exec", []string{"exec", "--workdir", t.TempDir(), "--lang", "python", writeProgram(t, "p.py", "print(1)\n")}},
+		{"run", append([]string{"run", "--workdir", t.TempDir(), "--data-dir", t.TempDir()}, model...)},
+		{"mcp", []string{"mcp", "--data-dir", t.TempDir()}},
+		{"repl", []string{"repl", "--data-dir", t.TempDir()}},
+		{"eval", append([]string{"eval", "--tasks", tasks, "--results", filepath.Join(t.TempDir(), "r.jsonl")}, model...)},
+	} {
+		got = nil
+		args := append(append([]string{c.args[0]}, flags...), c.args[1:]...)
+		if c.name == "run" {
+			args = append(args, "say hi")
+		}
+		code, _, errOut := runCLI(t, "", args...)
+		if len(got) != 1 {
+			t.Errorf("%s: the backend was opened %d times (exit %d: %s)", c.name, len(got), code, errOut)
+			continue
+		}
+		o := got[0]
+		if o.Image != "img:test" || o.Kubernetes.Kubeconfig != "/nonexistent/kc" || o.Kubernetes.Namespace != "ns-test" {
+			t.Errorf("%s: the backend got image %q, kubeconfig %q, namespace %q", c.name, o.Image, o.Kubernetes.Kubeconfig, o.Kubernetes.Namespace)
 		}
 	}
 }

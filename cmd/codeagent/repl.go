@@ -28,6 +28,7 @@ type replOptions struct {
 	Limits    sandbox.Limits
 	Backend   string
 	AllowWeak bool
+	Backends  *backendFlags // --image and the kubernetes backend's settings
 }
 
 func cmdRepl(ctx context.Context, s stdio, args []string) int {
@@ -46,6 +47,7 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of the kernel (default 512MiB)")
 	fs.StringVar(&o.Backend, "backend", "", "sandbox backend: auto (namespace), namespace or docker (default auto)")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
+	o.Backends = addBackendFlags(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -117,7 +119,7 @@ func replWorkspace(ctx context.Context, o replOptions, sb sandbox.Sandbox, log *
 
 func runRepl(ctx context.Context, o replOptions, s stdio) error {
 	log := newLogger(s.err)
-	sb, err := openBackend(o.Backend, backends.Options{AllowWeakIsolation: o.AllowWeak, WarmPython: 1, Logger: log})
+	sb, err := openBackend(o.Backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, WarmPython: 1, Logger: log}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return usageError{err}
 	}

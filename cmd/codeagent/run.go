@@ -47,8 +47,9 @@ type runOptions struct {
 	Progress        bool   // force live progress on stderr
 	Backend         string
 	AllowWeak       bool
-	Session         string // continue (or start) this session
-	Wait            bool   // wait for a session another process is running
+	Backends        *backendFlags // --image and the kubernetes backend's settings
+	Session         string        // continue (or start) this session
+	Wait            bool          // wait for a session another process is running
 	DataDir         string
 	Manifest        string
 	Net             networkFlags
@@ -91,6 +92,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Progress, "progress", false, "show live progress on stderr even when it is not a terminal")
 	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
 	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
+	o.Backends = addBackendFlags(fs)
 	fs.StringVar(&o.Session, "session", "", "continue this session (same workspace, earlier turns in context); created if new")
 	fs.BoolVar(&o.Wait, "wait", false, "with --session: wait while another process runs the session instead of failing")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
@@ -203,7 +205,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		backend = m.Agent.Backend
 	}
 	// A run executes several programs: keep sandboxes started ahead.
-	sb, err := openBackend(backend, backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger})
+	sb, err := openBackend(backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger}))
 	if errors.Is(err, backends.ErrUnknown) {
 		return nil, usageError{err}
 	}
