@@ -12,6 +12,8 @@
 //     may ask for.
 //   - Describe (errors.go) gives every error its class, which each door
 //     maps once: exit statuses, HTTP statuses, MCP tool errors.
+//   - vocab.go names the libraries' types the doors encode (events,
+//     results, cells), so that a door needs app alone.
 //
 // Every execution from every door goes through the same layers, in this
 // order (the outermost first):

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
@@ -16,6 +18,28 @@ type Kernels struct {
 	// Executions queue and count the cells; nil runs them at once (a
 	// process with one client, `codeagent mcp`).
 	Executions *Executions
+}
+
+// KernelsConfig are the settings of a process's kept kernels.
+type KernelsConfig struct {
+	// Sandbox starts the kernels; Limits bound each over its life (zero
+	// fields take kernel.DefaultLimits').
+	Sandbox sandbox.Sandbox
+	Limits  sandbox.Limits
+	// Max caps the live kernels (default 4 per CPU: then the least
+	// recently used idle one is ended); IdleTimeout ends an idle kernel
+	// (default kernel.DefaultIdleTimeout).
+	Max         int
+	IdleTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// NewKernels starts a process's kept kernels with c, their cells under ex
+// (nil: none). Close ends them.
+func NewKernels(c KernelsConfig, ex *Executions) *Kernels {
+	m := kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: c.Sandbox, Limits: c.Limits},
+		Max: c.Max, IdleTimeout: c.IdleTimeout, Logger: c.Logger})
+	return &Kernels{Manager: m, Executions: ex}
 }
 
 // Exec runs c in key's kernel (started in workspace ws if it is not

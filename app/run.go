@@ -196,6 +196,17 @@ func (r *Run) Agent(ctx context.Context, a *agent.Agent, task agent.Task) (*agen
 	return res, err
 }
 
+// Do builds the run's agent (NewAgent) and runs it on task (Agent), for a
+// door that has nothing to check in between. A nil result means the agent
+// never started.
+func (r *Run) Do(ctx context.Context, task agent.Task) (*agent.Result, error) {
+	a, err := r.NewAgent()
+	if err != nil {
+		return nil, err
+	}
+	return r.Agent(ctx, a, task)
+}
+
 // Usage fills in res's usage from the run's meter.
 func (r *Run) Usage(res *agent.Result) {
 	if res == nil {

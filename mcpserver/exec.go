@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/safety"
@@ -205,7 +204,7 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 	if s.deps.Store != nil {
 		safe := out.Safe
 		x, _ := s.startExec(ctx, st, app.AuditRecord{}) // writes nothing yet
-		x.Rec.Event(agent.Event{Type: agent.EventChecked,
+		x.Rec.Event(app.Event{Type: app.EventChecked,
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "check_code", Findings: out.Findings, Safe: &safe})
 	}
 	return nil, out, nil
@@ -215,7 +214,7 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 // workspace's changes since before in out.
 func collect(x *app.Exec, ws *workspace.Workspace, before workspace.Snapshot, out *ExecuteOutput, wall time.Duration) error {
 	if x != nil {
-		x.Rec.Event(agent.Event{Type: agent.EventExecuted,
+		x.Rec.Event(app.Event{Type: app.EventExecuted,
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: wall.Milliseconds()})
 	}
 	var err error

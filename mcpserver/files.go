@@ -23,17 +23,28 @@ import (
 // maxListed bounds the entries list_files walks.
 const maxListed = 5000
 
+// sessionWorkspace is the workspace of req's session for a call that only
+// reads it; done ends the call.
+func (s *Server) sessionWorkspace(ctx context.Context, req *mcp.CallToolRequest) (*workspace.Workspace, func(), error) {
+	st, _, done, err := s.session(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	ws, err := s.workspace(st)
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	return ws, done, nil
+}
+
 func (s *Server) listFiles(ctx context.Context, req *mcp.CallToolRequest, _ ListFilesInput) (*mcp.CallToolResult, ListFilesOutput, error) {
 	out := ListFilesOutput{Files: []FileInfo{}}
-	st, _, done, err := s.session(ctx, req)
+	ws, done, err := s.sessionWorkspace(ctx, req)
 	if err != nil {
 		return nil, out, err
 	}
 	defer done()
-	ws, err := s.workspace(st)
-	if err != nil {
-		return nil, out, err
-	}
 	snap, err := ws.Snapshot(workspace.Limits{MaxEntries: maxListed})
 	if err != nil {
 		return nil, out, err
@@ -51,15 +62,11 @@ func (s *Server) readFile(ctx context.Context, req *mcp.CallToolRequest, in Read
 	if err := validPath(in.Path); err != nil {
 		return nil, out, err
 	}
-	st, _, done, err := s.session(ctx, req)
+	ws, done, err := s.sessionWorkspace(ctx, req)
 	if err != nil {
 		return nil, out, err
 	}
 	defer done()
-	ws, err := s.workspace(st)
-	if err != nil {
-		return nil, out, err
-	}
 	data, err := readRegular(ws.Dir, in.Path, s.cfg.MaxFile)
 	if err != nil {
 		return nil, out, fmt.Errorf("read %s: %w", in.Path, err)

@@ -7,7 +7,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
@@ -19,7 +18,7 @@ import (
 
 // kernelKey names an MCP session's kernel. The label is unique to the MCP
 // session (and names its API key on the HTTP server).
-func kernelKey(st *sessionState) kernel.Key { return kernel.Key{Owner: "mcp", Session: st.label} }
+func kernelKey(st *sessionState) app.KernelKey { return app.KernelKey{Owner: "mcp", Session: st.label} }
 
 // checkKeepState refuses keep_state where it cannot apply.
 func (s *Server) checkKeepState(l lang.Language, in ExecuteInput) error {
@@ -42,10 +41,10 @@ func (s *Server) checkKeepState(l lang.Language, in ExecuteInput) error {
 func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspace.Workspace, in ExecuteInput, limits sandbox.Limits,
 	before workspace.Snapshot, x *app.Exec) (*mcp.CallToolResult, ExecuteOutput, error) {
 	var out ExecuteOutput
-	var res kernel.Result
+	var res app.CellResult
 	exec := func() (sandbox.Result, error) {
 		var err error
-		res, err = s.deps.Kernels.Exec(ctx, "mcp", true, kernelKey(st), ws.Dir, kernel.Cell{Code: in.Code, Stdin: in.Stdin, Timeout: limits.WallTime})
+		res, err = s.deps.Kernels.Exec(ctx, "mcp", true, kernelKey(st), ws.Dir, app.Cell{Code: in.Code, Stdin: in.Stdin, Timeout: limits.WallTime})
 		return res.Result, err
 	}
 	if _, err := x.Cell(ctx, in.Code, limits.WallTime, exec); err != nil {
@@ -57,7 +56,7 @@ func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspac
 	var images []mcp.Content
 	var total int64
 	for _, d := range res.Display {
-		shown := kernel.Display{Kind: d.Kind, File: d.File, Data: map[string]string{}}
+		shown := app.Display{Kind: d.Kind, File: d.File, Data: map[string]string{}}
 		for mime, v := range d.Data {
 			if mime != "image/png" {
 				shown.Data[mime] = v

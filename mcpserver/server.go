@@ -57,7 +57,7 @@ type Config struct {
 	// the manifest's executions_per_minute, or 10).
 	ExecsPerMinute int
 	// MaxIterations is run_task's default attempt budget (default: the
-	// manifest's max_iterations, or 5); calls may ask for at most agent.MaxIterationsCeiling.
+	// manifest's max_iterations, or 5); calls may ask for at most app.MaxIterationsCeiling.
 	MaxIterations int
 	// RunTimeout bounds one run_task (default 30 min).
 	RunTimeout time.Duration
@@ -182,7 +182,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, log: log, checker: deps.Checker, sessions: map[*mcp.ServerSession]*sessionState{}}
 	if s.checker == nil {
-		policy, err := manifestPolicy(deps.Manifest)
+		policy, err := app.ManifestPolicy(deps.Manifest)
 		if err != nil {
 			return nil, err
 		}
@@ -193,7 +193,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.langs = allowedLanguages(deps.Manifest)
 	s.runs = &app.Runs{Store: deps.Store, Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: log,
-		Checkers: &app.Checkers{Plain: s.checker, Policy: func() (*safety.Policy, error) { return manifestPolicy(deps.Manifest) }}}
+		Checkers: &app.Checkers{Plain: s.checker, Policy: func() (*safety.Policy, error) { return app.ManifestPolicy(deps.Manifest) }}}
 	// The workspaces of MCP sessions a dead process left (kill -9).
 	if n, err := workspace.SweepTemp(cfg.WorkDir, workspacePrefix); err != nil {
 		log.Warn("remove the MCP workspaces of a process that died", "err", err)
@@ -259,23 +259,4 @@ func (s *Server) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
 		}()
 		return next(ctx, method, req)
 	}
-}
-
-// manifestPolicy loads the checker's policy named by the manifest.
-func manifestPolicy(m *manifest.Manifest) (*safety.Policy, error) {
-	if m == nil {
-		return nil, nil
-	}
-	var p *safety.Policy
-	var err error
-	switch {
-	case m.Agent.Policy.Inline != nil:
-		p, err = safety.ParsePolicy(m.Agent.Policy.Inline)
-	case m.Agent.Policy.Path != "":
-		p, err = safety.LoadPolicy(m.PolicyPath())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: agent.policy: %w", m.File(), err)
-	}
-	return p, nil
 }

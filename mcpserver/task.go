@@ -8,9 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -29,17 +27,17 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, argError("task is empty")
 	case len(in.Task) > s.cfg.MaxTask:
 		return nil, out, argError("task is longer than %d bytes", s.cfg.MaxTask)
-	case in.MaxIterations < 0 || in.MaxIterations > agent.MaxIterationsCeiling:
-		return nil, out, argError("max_iterations %d: want 1 to %d", in.MaxIterations, agent.MaxIterationsCeiling)
+	case in.MaxIterations < 0 || in.MaxIterations > app.MaxIterationsCeiling:
+		return nil, out, argError("max_iterations %d: want 1 to %d", in.MaxIterations, app.MaxIterationsCeiling)
 	case int64(len(in.Tests)) > s.cfg.MaxCode:
 		return nil, out, argError("tests are larger than %s", sandbox.FormatSize(s.cfg.MaxCode))
 	case in.Tests != "" && l.Name != "python":
 		return nil, out, argError("tests need python (pytest), not %s", l.Name)
-	case in.Mode != "" && in.Mode != agent.ModeProgram && in.Mode != agent.ModeTools && in.Mode != agent.ModeAuto:
+	case in.Mode != "" && in.Mode != app.ModeProgram && in.Mode != app.ModeTools && in.Mode != app.ModeAuto:
 		return nil, out, argError("mode %q: want program, tools or auto", in.Mode)
 	case in.MaxSteps < 0 || in.MaxSteps > 200:
 		return nil, out, argError("max_steps %d: want 1 to 200", in.MaxSteps)
-	case in.Mode == agent.ModeTools && (in.Tests != "" || len(in.AllowHosts) > 0):
+	case in.Mode == app.ModeTools && (in.Tests != "" || len(in.AllowHosts) > 0):
 		return nil, out, argError("mode tools takes neither tests nor allow_hosts: use mode program (or auto)")
 	}
 	if err := s.checkFiles(in.Files); err != nil {
@@ -69,12 +67,12 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, err
 	}
 	defer unlock()
-	var obs agent.Observer
+	var obs app.Observer
 	if token := req.Params.GetProgressToken(); token != nil {
 		obs = &progress{ctx: ctx, ss: req.Session, token: token}
 	}
 	rr := app.RunRequest{
-		Config: agent.Config{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
+		Config: app.AgentConfig{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
 			Limits: limits, Network: network, Mode: in.Mode, MaxSteps: in.MaxSteps},
 		Task:  in.Task,
 		Label: st.label, Sandbox: s.deps.Sandbox, Limit: st.limit,
@@ -87,7 +85,7 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		// Tool mode's cells run in the MCP session's kernel, as
 		// execute_code's keep_state does; it stays the session's.
 		key := kernelKey(st)
-		rr.Kernel = &app.KeptKernel{Exec: func(ctx context.Context, c kernel.Cell) (kernel.Result, error) {
+		rr.Kernel = &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
 			return km.Exec(ctx, "mcp", false, key, ws.Dir, c)
 		}, Restart: func() { km.Restart(key) }}
 	}
@@ -105,7 +103,7 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		run.Close()
 		return nil, out, err
 	}
-	res, err := run.Agent(rctx, a, agent.Task{Workspace: ws, TestCode: in.Tests})
+	res, err := run.Agent(rctx, a, app.Task{Workspace: ws, TestCode: in.Tests})
 	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil && err == nil {
 		err = ferr
 	}
@@ -135,7 +133,7 @@ type progress struct {
 	n     int
 }
 
-func (p *progress) Event(e agent.Event) {
+func (p *progress) Event(e app.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
@@ -144,61 +142,61 @@ func (p *progress) Event(e agent.Event) {
 }
 
 // describe is a one-line account of an agent event for people.
-func describe(e agent.Event) string {
+func describe(e app.Event) string {
 	at := fmt.Sprintf("attempt %d/%d", e.Attempt, e.MaxAttempts)
 	switch e.Phase {
-	case agent.PhaseTests:
+	case app.PhaseTests:
 		at += " (tests)"
-	case agent.PhaseTool:
+	case app.PhaseTool:
 		at = fmt.Sprintf("round %d/%d", e.Attempt, e.MaxAttempts)
 		if e.Step > 0 {
 			at += fmt.Sprintf(", step %d/%d %s", e.Step, e.MaxSteps, e.Tool)
 		}
 	}
 	switch e.Type {
-	case agent.EventAttemptStart:
+	case app.EventAttemptStart:
 		if e.FreshStart {
 			return at + ": generating afresh from the task"
 		}
 		return at + ": generating"
-	case agent.EventGenerated:
-		if e.Phase == agent.PhaseTool {
+	case app.EventGenerated:
+		if e.Phase == app.PhaseTool {
 			return at + ": the model answered"
 		}
 		if e.Code == "" {
 			return at + ": the model gave no code"
 		}
 		return fmt.Sprintf("%s: generated %d lines", at, strings.Count(e.Code, "\n")+1)
-	case agent.EventChecked:
+	case app.EventChecked:
 		if e.Safe != nil && *e.Safe {
 			return at + ": checked, no findings"
 		}
 		return fmt.Sprintf("%s: checked, %d finding(s)", at, len(e.Findings))
-	case agent.EventExecuted:
+	case app.EventExecuted:
 		if e.Result != nil {
 			return fmt.Sprintf("%s: executed, %s (exit %d) in %d ms", at, e.Result.Status, e.Result.ExitCode, e.Result.WallMS)
 		}
 		return at + ": executed"
-	case agent.EventVerified:
+	case app.EventVerified:
 		if e.Verdict != nil && e.Verdict.TaskComplete {
 			return at + ": verified, task complete"
 		}
 		return at + ": verified, not complete yet"
-	case agent.EventToolCall:
+	case app.EventToolCall:
 		return at + ": called"
-	case agent.EventToolResult:
+	case app.EventToolResult:
 		if e.ErrorClass != "" {
 			return fmt.Sprintf("%s: failed (%s)", at, e.ErrorClass)
 		}
 		return at + ": done"
-	case agent.EventReplayed:
+	case app.EventReplayed:
 		if e.ErrorClass != "" {
 			return fmt.Sprintf("%s: the replay did not reproduce (%s)", at, e.ErrorClass)
 		}
 		return at + ": replayed in a fresh sandbox, reproduced"
-	case agent.EventAccepted:
+	case app.EventAccepted:
 		return at + ": accepted"
-	case agent.EventDone:
+	case app.EventDone:
 		if e.Success != nil && *e.Success {
 			return "done: success"
 		}

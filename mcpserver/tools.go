@@ -7,8 +7,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codeagent/codeagent/agent"
-	"github.com/codeagent/codeagent/kernel"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/safety"
@@ -46,7 +45,7 @@ type ExecuteInput struct {
 type ExecuteOutput struct {
 	sandbox.ResultJSON
 	ExecutionCount  int                  `json:"execution_count,omitempty" jsonschema:"with keep_state: the cell's number in its kernel"`
-	Display         []kernel.Display     `json:"display,omitempty" jsonschema:"with keep_state: MIME bundles the cell showed (images are returned as image content instead)"`
+	Display         []app.Display        `json:"display,omitempty" jsonschema:"with keep_state: MIME bundles the cell showed (images are returned as image content instead)"`
 	KernelDied      bool                 `json:"kernel_died,omitempty" jsonschema:"with keep_state: the kernel ended during this cell and its state is lost"`
 	KernelRestarted bool                 `json:"kernel_restarted,omitempty" jsonschema:"with keep_state: the previous kernel had ended (restart_reason) and this cell ran in a fresh one"`
 	RestartReason   string               `json:"restart_reason,omitempty"`
@@ -196,7 +195,7 @@ func (s *Server) addTools() error {
 			sc.Properties["task"].MinLength = ptr(1)
 			sc.Properties["language"].Description = "language of the program; offered here: " + langs + " (default " + s.langs[0] + ")"
 			sc.Properties["max_iterations"].Minimum = ptr(0.0)
-			sc.Properties["max_iterations"].Maximum = ptr(float64(agent.MaxIterationsCeiling))
+			sc.Properties["max_iterations"].Maximum = ptr(float64(app.MaxIterationsCeiling))
 		})
 		if err != nil {
 			return err

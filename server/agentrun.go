@@ -5,9 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -33,10 +31,6 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 		s.runs.unreserve(o.ID)
 		return nil, err
 	}
-	ws, err := s.sessionWorkspace(o.Owner, o.ID)
-	if err != nil {
-		return fail(err)
-	}
 	maxIter := req.MaxIterations
 	if maxIter == 0 {
 		maxIter = s.cfg.MaxIterations
@@ -44,17 +38,19 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 	r := &run{SessionID: o.ID, Owner: o.Owner, Task: req.Task, Started: time.Now().UTC(),
 		done: make(chan struct{}), notify: make(chan struct{}), status: runRunning}
 	// Cells run in the session's kernel (the one its cells API uses), each
-	// waiting its turn in the execution queue; it stays the session's.
+	// waiting its turn in the execution queue; it stays the session's. Its
+	// workspace is the one execute opens before the agent starts.
 	key := kernelKey(o.Owner, o.ID)
+	var wsDir string
 	sess := o.Session
 	ar, err := s.agents.StartRun(runCtx, app.RunRequest{
-		Config: agent.Config{MaxIterations: maxIter, Verify: req.Verify == nil || *req.Verify,
+		Config: app.AgentConfig{MaxIterations: maxIter, Verify: req.Verify == nil || *req.Verify,
 			Lang: req.Language, Network: req.net, Mode: req.Mode, MaxSteps: req.MaxSteps},
 		Task: req.Task, Session: &sess, Purpose: "codeagent serve",
 		Sandbox: s.executions.Sandbox("run", false), PerMinute: s.cfg.RunExecsPerMinute,
 		Observer: r,
-		Kernel: &app.KeptKernel{Exec: func(ctx context.Context, c kernel.Cell) (kernel.Result, error) {
-			return s.execCell(ctx, key, ws.Dir, c, false)
+		Kernel: &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
+			return s.execCell(ctx, key, wsDir, c, false)
 		}, Restart: func() { s.kernels.Restart(key) }},
 	})
 	if err != nil {
@@ -70,26 +66,28 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 	s.runs.add(r)
 	go func() {
 		defer stopTimer()
-		s.execute(rctx, r, o, ar, ws)
+		s.execute(rctx, r, o, ar, &wsDir)
 	}()
 	return r, nil
 }
 
-// execute runs the agent and records the turn with its events.
-func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, ar *app.Run, ws *workspace.Workspace) {
+// execute opens the session's workspace (into *wsDir, for the kernel's
+// cells), runs the agent there and records the turn with its events.
+func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, ar *app.Run, wsDir *string) {
 	defer s.runs.finish(r)
 	defer r.cancel()
 	log := s.log.With("run", r.ID, "key", o.Owner)
-	var res *agent.Result
-	a, err := ar.NewAgent()
+	var res *app.RunResult
+	ws, err := s.sessionWorkspace(o.Owner, o.ID)
 	if err == nil {
-		res, err = ar.Agent(ctx, a, agent.Task{Workspace: ws})
+		*wsDir = ws.Dir
+		res, err = ar.Do(ctx, app.Task{Workspace: ws})
 	}
 	if res == nil {
 		// The agent never started: say why in a done event, as it would.
-		res = &agent.Result{History: []agent.Attempt{}, Artifacts: []workspace.Artifact{}, Message: err.Error()}
+		res = &app.RunResult{History: []app.Attempt{}, Artifacts: []workspace.Artifact{}, Message: err.Error()}
 		ok := false
-		agent.Observers(r, ar.Rec).Event(agent.Event{Type: agent.EventDone, Time: time.Now(), Success: &ok, Message: res.Message})
+		app.Observers(r, ar.Rec).Event(app.Event{Type: app.EventDone, Time: time.Now(), Success: &ok, Message: res.Message})
 		ar.Usage(res)
 	}
 	status := runFailed

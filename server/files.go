@@ -126,6 +126,21 @@ func (s *Server) handleListFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"files": files, "truncated": snap.Truncated})
 }
 
+// startUpload opens the request's session workspace for an upload, in
+// its turn (see beginUpload); end closes both.
+func (s *Server) startUpload(r *http.Request) (*upload, func(), error) {
+	root, dir, err := s.sessionRoot(r, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	up, err := s.beginUpload(r.Context(), root, dir)
+	if err != nil {
+		root.Close()
+		return nil, nil, err
+	}
+	return up, func() { up.end(); root.Close() }, nil
+}
+
 // handleUploadRaw stores the request body as the file name.
 func (s *Server) handleUploadRaw(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
@@ -133,18 +148,12 @@ func (s *Server) handleUploadRaw(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories, at most 200", name))
 		return
 	}
-	root, dir, err := s.sessionRoot(r, true)
+	up, end, err := s.startUpload(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer root.Close()
-	up, err := s.beginUpload(r.Context(), root, dir)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer up.end()
+	defer end()
 	var files []fileJSON
 	err = up.add(name, http.MaxBytesReader(w, r.Body, s.cfg.MaxUpload))
 	if err == nil {
@@ -165,18 +174,12 @@ func (s *Server) handleUploadMultipart(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("want a multipart/form-data body: %v", err))
 		return
 	}
-	root, dir, err := s.sessionRoot(r, true)
+	up, end, err := s.startUpload(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer root.Close()
-	up, err := s.beginUpload(r.Context(), root, dir)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer up.end()
+	defer end()
 	// Every part counts against the cap, fields too, so that a flood of
 	// them is no cheaper; files are stored only when all have fit.
 	for parts := 0; ; parts++ {
@@ -230,16 +233,22 @@ func uploadError(err error) error {
 	return badRequest("reading the upload: %v", publicMessage(err.Error()))
 }
 
+// fileRoot is the request's file path, checked, and its session's
+// workspace root (see sessionRoot) to find it in.
+func (s *Server) fileRoot(r *http.Request, write bool) (string, *os.Root, string, error) {
+	p := r.PathValue("path")
+	if err := validPath(p); err != nil {
+		return "", nil, "", err
+	}
+	root, dir, err := s.sessionRoot(r, write)
+	return p, root, dir, err
+}
+
 // handleDownload serves a workspace file: images inline (SVG under a CSP
 // sandbox, so that its scripts cannot run), everything else as an
 // attachment; ?download=1 makes any file an attachment.
 func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
-	p := r.PathValue("path")
-	if err := validPath(p); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	root, dir, err := s.sessionRoot(r, false)
+	p, root, dir, err := s.fileRoot(r, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -271,12 +280,7 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
-	p := r.PathValue("path")
-	if err := validPath(p); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	root, _, err := s.sessionRoot(r, true)
+	p, root, _, err := s.fileRoot(r, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

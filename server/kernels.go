@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -32,7 +31,7 @@ type sessionExecRequest struct {
 }
 
 // kernelKey is the kernel of the caller's session: owner and session both.
-func kernelKey(owner, id string) kernel.Key { return kernel.Key{Owner: owner, Session: id} }
+func kernelKey(owner, id string) app.KernelKey { return app.KernelKey{Owner: owner, Session: id} }
 
 func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	var req sessionExecRequest
@@ -97,10 +96,10 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, res.JSON())
 		return
 	}
-	var res kernel.Result
+	var res app.CellResult
 	_, err = x.Cell(r.Context(), req.Code, limits.WallTime, func() (sandbox.Result, error) {
 		var err error
-		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, kernel.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime}, true)
+		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, app.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime}, true)
 		return res.Result, err
 	})
 	if err != nil {
@@ -112,7 +111,7 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 
 // execCell runs a cell through the execution queue (bounded: refused
 // when it is full, instead of waiting) and counts it (app.Kernels).
-func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kernel.Cell, bounded bool) (kernel.Result, error) {
+func (s *Server) execCell(ctx context.Context, key app.KernelKey, ws string, c app.Cell, bounded bool) (app.CellResult, error) {
 	return s.kernels.Exec(ctx, "kernel", bounded, key, ws, c)
 }
 
@@ -130,7 +129,7 @@ func (s *Server) handleRestartKernel(w http.ResponseWriter, r *http.Request) {
 
 // kernelView is a session's kernel as GET /v1/sessions/{id} shows it, or
 // nil when it never had one since the server started.
-func (s *Server) kernelView(owner, id string) *kernel.Status {
+func (s *Server) kernelView(owner, id string) *app.KernelStatus {
 	st, ok := s.kernels.Status(kernelKey(owner, id))
 	if !ok {
 		return nil
@@ -165,8 +164,7 @@ func (s *Server) writeKernelMetrics(w io.Writer) {
 	}
 }
 
-// kernelsConfig are the kernel manager's settings from the server's.
-func (c Config) kernelsConfig(sb sandbox.Sandbox, log *slog.Logger) kernel.ManagerConfig {
-	opts := kernel.Options{Sandbox: sb, Limits: c.KernelLimits}
-	return kernel.ManagerConfig{Options: opts, Max: c.MaxKernels, IdleTimeout: c.KernelIdleTimeout, Logger: log}
+// kernelsConfig are the kernels' settings from the server's.
+func (c Config) kernelsConfig(sb sandbox.Sandbox, log *slog.Logger) app.KernelsConfig {
+	return app.KernelsConfig{Sandbox: sb, Limits: c.KernelLimits, Max: c.MaxKernels, IdleTimeout: c.KernelIdleTimeout, Logger: log}
 }

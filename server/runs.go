@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
@@ -36,7 +35,7 @@ const (
 )
 
 // run is one agent run: its events so far (replayed to late subscribers),
-// and its result once done. It is an agent.Observer.
+// and its result once done. It is an app.Observer.
 type run struct {
 	ID, SessionID, Owner, Task string
 	Started                    time.Time
@@ -45,18 +44,18 @@ type run struct {
 	done                       chan struct{} // closed after the last event and the result
 
 	mu       sync.Mutex
-	events   []agent.Event
+	events   []app.Event
 	notify   chan struct{} // closed and replaced at each event
 	status   string
-	result   *agent.Result
+	result   *app.RunResult
 	errMsg   string
 	finished time.Time
 }
 
-// Event implements agent.Observer: it appends and wakes the subscribers.
+// Event implements app.Observer: it appends and wakes the subscribers.
 // The done event of a canceled run says why it was canceled.
-func (r *run) Event(e agent.Event) {
-	if e.Type == agent.EventDone && r.ctx != nil && r.ctx.Err() != nil {
+func (r *run) Event(e app.Event) {
+	if e.Type == app.EventDone && r.ctx != nil && r.ctx.Err() != nil {
 		e.Message = "canceled: " + context.Cause(r.ctx).Error()
 	}
 	r.mu.Lock()
@@ -66,7 +65,7 @@ func (r *run) Event(e agent.Event) {
 	r.mu.Unlock()
 }
 
-func (r *run) end(status string, res *agent.Result, errMsg string) {
+func (r *run) end(status string, res *app.RunResult, errMsg string) {
 	r.mu.Lock()
 	r.status, r.result, r.errMsg, r.finished = status, res, errMsg, time.Now()
 	r.mu.Unlock()
@@ -74,14 +73,14 @@ func (r *run) end(status string, res *agent.Result, errMsg string) {
 }
 
 // eventList is a copy of the events so far.
-func (r *run) eventList() []agent.Event {
+func (r *run) eventList() []app.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]agent.Event{}, r.events...)
+	return append([]app.Event{}, r.events...)
 }
 
 // since returns the events from index i and a channel closed at the next.
-func (r *run) since(i int) ([]agent.Event, <-chan struct{}) {
+func (r *run) since(i int) ([]app.Event, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i > len(r.events) {
@@ -92,15 +91,15 @@ func (r *run) since(i int) ([]agent.Event, <-chan struct{}) {
 
 // runJSON is a run as the API shows it.
 type runJSON struct {
-	ID         string        `json:"id"`
-	SessionID  string        `json:"session_id"`
-	Task       string        `json:"task"`
-	Status     string        `json:"status"`
-	StartedAt  time.Time     `json:"started_at"`
-	FinishedAt *time.Time    `json:"finished_at,omitempty"`
-	Events     int           `json:"events"`
-	Result     *agent.Result `json:"result,omitempty"`
-	Error      string        `json:"error,omitempty"`
+	ID         string         `json:"id"`
+	SessionID  string         `json:"session_id"`
+	Task       string         `json:"task"`
+	Status     string         `json:"status"`
+	StartedAt  time.Time      `json:"started_at"`
+	FinishedAt *time.Time     `json:"finished_at,omitempty"`
+	Events     int            `json:"events"`
+	Result     *app.RunResult `json:"result,omitempty"`
+	Error      string         `json:"error,omitempty"`
 }
 
 func (r *run) view() runJSON {
@@ -268,16 +267,16 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	case len(req.Task) > maxTaskLen:
 		s.writeError(w, r, badRequest("the task is longer than %d bytes", maxTaskLen))
 		return
-	case req.MaxIterations < 0 || req.MaxIterations > agent.MaxIterationsCeiling:
-		s.writeError(w, r, badRequest("max_iterations %d: want 1 to %d", req.MaxIterations, agent.MaxIterationsCeiling))
+	case req.MaxIterations < 0 || req.MaxIterations > app.MaxIterationsCeiling:
+		s.writeError(w, r, badRequest("max_iterations %d: want 1 to %d", req.MaxIterations, app.MaxIterationsCeiling))
 		return
-	case req.Mode != "" && req.Mode != agent.ModeProgram && req.Mode != agent.ModeTools && req.Mode != agent.ModeAuto:
+	case req.Mode != "" && req.Mode != app.ModeProgram && req.Mode != app.ModeTools && req.Mode != app.ModeAuto:
 		s.writeError(w, r, badRequest("mode %q: want program, tools or auto", req.Mode))
 		return
 	case req.MaxSteps < 0 || req.MaxSteps > 200:
 		s.writeError(w, r, badRequest("max_steps %d: want 1 to 200", req.MaxSteps))
 		return
-	case req.Mode == agent.ModeTools && req.Network != nil:
+	case req.Mode == app.ModeTools && req.Network != nil:
 		s.writeError(w, r, badRequest("mode tools runs Python in a kernel without network: use mode program (or auto) with network"))
 		return
 	}
@@ -348,7 +347,7 @@ func (s *Server) liveRun(w http.ResponseWriter, r *http.Request, status int) *ru
 // handleRunEvents streams a run's events as Server-Sent Events: every event
 // so far (or after Last-Event-ID), then each new one as it happens, and
 // ends after the done event. Each event's id is its position (1-based),
-// its event name the agent's type and its data the agent.Event JSON.
+// its event name the agent's type and its data the app.Event JSON.
 func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 	next := 0
 	if v := r.Header.Get("Last-Event-ID"); v != "" {

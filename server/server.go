@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
@@ -84,7 +83,7 @@ type Config struct {
 	// Warm is the sandbox pool size, reported in the metrics.
 	Warm int
 	// KernelLimits bound each session's kernel over its life (zero
-	// fields take kernel.DefaultLimits'); MaxKernels caps the live
+	// fields take the kernel package's DefaultLimits); MaxKernels caps the live
 	// kernels (default 4 per CPU: then the least recently used idle one is
 	// evicted, and with none idle a cell gets 429); KernelIdleTimeout ends
 	// an idle kernel (default 10 min).
@@ -303,7 +302,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.agents = &app.Runs{Store: deps.Store, Model: deps.Model, ModelError: modelError, Secrets: secrets, Logger: log,
 		Checkers: &app.Checkers{Plain: s.checker, Net: deps.NetChecker, Policy: func() (*safety.Policy, error) { return policy, nil }}}
 	if s.kernels = deps.Kernels; s.kernels == nil {
-		s.kernels = &app.Kernels{Manager: kernel.NewManager(cfg.kernelsConfig(deps.Sandbox, log)), Executions: s.executions}
+		s.kernels = app.NewKernels(cfg.kernelsConfig(deps.Sandbox, log), s.executions)
 		s.ownKernels = true
 	}
 	s.recover()

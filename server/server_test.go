@@ -17,7 +17,6 @@ import (
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/llmtest"
 	"github.com/codeagent/codeagent/mcpserver"
@@ -35,7 +34,7 @@ type testServer struct {
 	sb    sandbox.Sandbox
 	model *llmtest.Server
 	data  string
-	km    *kernel.Manager // shared with MCP, closed before the sandbox
+	km    *app.Kernels // shared with MCP, closed before the sandbox
 }
 
 type testOptions struct {
@@ -81,9 +80,9 @@ func newTestServer(t testing.TB, o testOptions) *testServer {
 		// One queue and one kernel manager for the API and MCP, as
 		// `codeagent serve` has.
 		execs := app.NewExecutions(sb, o.cfg.Workers, o.cfg.QueueLength)
-		km := kernel.NewManager(o.cfg.kernelsConfig(sb, deps.Logger))
-		ts.km, deps.Executions = km, execs
-		deps.Kernels = &app.Kernels{Manager: km, Executions: execs}
+		deps.Executions = execs
+		deps.Kernels = app.NewKernels(o.cfg.kernelsConfig(sb, deps.Logger), execs)
+		ts.km = deps.Kernels
 		o.mcpCfg.WorkDir = t.TempDir()
 		m, err := mcpserver.New(o.mcpCfg, mcpserver.Deps{Sandbox: execs.Sandbox("mcp", true), Store: st, Logger: deps.Logger, Kernels: deps.Kernels})
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 	"path"
 	"time"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/internal/lazyre"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/store"
 )
 
@@ -24,7 +24,7 @@ type sessionJSON struct {
 	ActiveRun string       `json:"active_run,omitempty"`
 	History   []store.Turn `json:"history,omitempty"`
 	// Kernel is the session's kernel (alive, memory), when it had one.
-	Kernel *kernel.Status `json:"kernel,omitempty"`
+	Kernel *app.KernelStatus `json:"kernel,omitempty"`
 }
 
 func (s *Server) sessionView(o store.OwnedSession) sessionJSON {

@@ -1,0 +1,53 @@
+package app
+
+import (
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
+)
+
+// The vocabulary the doors decode and encode, defined by the libraries
+// below app and named here so that a door needs app alone: an agent run's
+// configuration, events and result, and a kernel's cells and state. They
+// are the libraries' own types (aliases), not copies.
+type (
+	AgentConfig  = agent.Config
+	Task         = agent.Task
+	Event        = agent.Event
+	EventType    = agent.EventType
+	RunResult    = agent.Result
+	Attempt      = agent.Attempt
+	Observer     = agent.Observer
+	Cell         = kernel.Cell
+	CellResult   = kernel.Result
+	Display      = kernel.Display
+	KernelKey    = kernel.Key
+	KernelStatus = kernel.Status
+)
+
+// An agent run's modes, phases and event types (see package agent).
+const (
+	ModeProgram = agent.ModeProgram
+	ModeTools   = agent.ModeTools
+	ModeAuto    = agent.ModeAuto
+
+	PhaseTests = agent.PhaseTests
+	PhaseTool  = agent.PhaseTool
+
+	EventAttemptStart = agent.EventAttemptStart
+	EventGenerated    = agent.EventGenerated
+	EventChecked      = agent.EventChecked
+	EventExecuted     = agent.EventExecuted
+	EventVerified     = agent.EventVerified
+	EventToolCall     = agent.EventToolCall
+	EventToolResult   = agent.EventToolResult
+	EventReplayed     = agent.EventReplayed
+	EventAccepted     = agent.EventAccepted
+	EventDone         = agent.EventDone
+
+	// MaxIterationsCeiling is the most attempts any door lets a run ask
+	// for.
+	MaxIterationsCeiling = agent.MaxIterationsCeiling
+)
+
+// Observers is one Observer telling each of obs (nil ones skipped).
+func Observers(obs ...Observer) Observer { return agent.Observers(obs...) }
