@@ -15,6 +15,16 @@ type backendFlags struct {
 	Kube  backends.KubernetesOptions
 }
 
+// addSandboxFlags registers what every command that runs programs takes
+// alike: --backend (into backend), --allow-weak-isolation (into weak) and
+// the backend's own flags.
+func addSandboxFlags(fs *flag.FlagSet, backend *string, weak *bool) *backendFlags {
+	fs.StringVar(backend, "backend", "", "sandbox backend: auto (namespace), namespace, docker or kubernetes\n"+
+		"(default auto; with a manifest, its agent.backend)")
+	fs.BoolVar(weak, "allow-weak-isolation", false, weakIsolationUsage)
+	return addBackendFlags(fs)
+}
+
 func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	b := &backendFlags{}
 	fs.StringVar(&b.Image, "image", "", "docker and kubernetes backends: the sandbox image (default codeagent-sandbox:latest)")

@@ -120,6 +120,18 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, false
 }
 
+// parseNoArgs parses the flags of a command that takes no arguments: one
+// is a usage error (exit 2) that says so.
+func parseNoArgs(fs *flag.FlagSet, args []string, s stdio) (int, bool) {
+	if code, done := parseFlags(fs, args); done {
+		return code, true
+	}
+	if fs.NArg() != 0 {
+		return exitCodeFor(s.err, usagef("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "codeagent "), fs.Arg(0))), true
+	}
+	return 0, false
+}
+
 // newLogger returns the CLI's logger: warnings and errors on stderr, or debug
 // output when CODEAGENT_DEBUG is set.
 func newLogger(w io.Writer) *slog.Logger {

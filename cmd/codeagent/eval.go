@@ -63,7 +63,10 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 			"error classes, tokens, time and the scoring settings. With --samples-file, scores completions\n"+
 			"({task_id, completion} lines, the reference harness's input) without a model. With --results,\n"+
 			"each sample's outcome is appended as it finishes, and a later run with the same file resumes\n"+
-			"where this one stopped (or adds samples, with a larger --samples). See docs/EVAL.md.\n\nflags:")
+			"where this one stopped (or adds samples, with a larger --samples). See docs/EVAL.md.\n"+
+			"Exit status: 0 when the tasks were run and scored (whatever they scored), 2 for usage errors,\n"+
+			"3 when the model provider failed, 125 when the sandbox could not be set up, 130 on Ctrl-C\n"+
+			"(143 on SIGTERM), 1 otherwise.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := evalOptions{Getenv: os.Getenv}
@@ -87,14 +90,9 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of each program run (default 256MiB; 2GiB when scoring HumanEval tasks)")
 	durationVar(fs, &o.ScoreTimeout, "score-timeout", 0, boundProgramTime, "time limit of each run of the hidden tests (default 3s for HumanEval tasks, as the reference harness; 30s for codeagent tasks, which may set their own)")
 	durationVar(fs, &o.TaskTimeout, "task-timeout", 15*time.Minute, boundTaskTime, "time limit of one task's agent run (0: none)")
-	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend")
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
-	o.Backends = addBackendFlags(fs)
-	if code, done := parseFlags(fs, args); done {
+	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
+	if code, done := parseNoArgs(fs, args, s); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return exitCodeFor(s.err, usagef("eval takes no arguments, got %q", fs.Arg(0)))
 	}
 	if o.Compare != "" {
 		return exitCodeFor(s.err, evalCompare(o, s))

@@ -54,9 +54,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
 	fs.Var(envFlag(o.Env), "env", "set an environment variable K=V in the sandbox (repeatable)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the result")
-	fs.StringVar(&o.Backend, "backend", "", "sandbox backend: auto (namespace), namespace, docker or kubernetes (default auto)")
-	o.Backends = addBackendFlags(fs)
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
+	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the language's tool must be listed; its limits apply under the flags")
 	o.Net.register(fs)
 	if code, done := parseFlags(fs, args); done {

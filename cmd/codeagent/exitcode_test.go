@@ -15,24 +15,20 @@ import (
 // TestExitCodeForClasses: each error class ends a command with the status
 // its -h documents, also wrapped in the command's context.
 func TestExitCodeForClasses(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want int
-	}{
-		{nil, exitOK},
-		{usagef("--file: missing"), exitUsage},
-		{app.Errorf(app.Invalid, "bad"), exitUsage},
-		{sandbox.ErrUnsafeWorkspace, exitUsage},
-		{&sandbox.SetupError{Reason: "x", Err: sandbox.ErrUnsafeWorkspace}, exitUsage},
-		{&sandbox.SetupError{Reason: "no cgroup"}, exitSandbox},
-		{&store.LeaseHeldError{Session: "s"}, exitBusy},
-		{&llm.Error{Message: "refused"}, exitProvider},
-		{store.ErrNotFound, exitFailure},
-		{errors.New("something"), exitFailure},
-	} {
-		for _, err := range []error{c.err, wrapNonNil(c.err)} {
-			if got := exitCodeFor(io.Discard, err); got != c.want {
-				t.Errorf("exitCodeFor(%v) = %d, want %d", err, got, c.want)
+	want := map[int][]error{
+		exitOK:       {nil},
+		exitUsage:    {usagef("--file: missing"), app.Errorf(app.Invalid, "bad"), sandbox.ErrUnsafeWorkspace, &sandbox.SetupError{Reason: "x", Err: sandbox.ErrUnsafeWorkspace}},
+		exitSandbox:  {&sandbox.SetupError{Reason: "no cgroup"}},
+		exitBusy:     {&store.LeaseHeldError{Session: "s"}},
+		exitProvider: {&llm.Error{Message: "refused"}},
+		exitFailure:  {store.ErrNotFound, errors.New("something")},
+	}
+	for code, errs := range want {
+		for _, err := range errs {
+			for _, e := range []error{err, wrapNonNil(err)} {
+				if got := exitCodeFor(io.Discard, e); got != code {
+					t.Errorf("exitCodeFor(%v) = %d, want %d", e, got, code)
+				}
 			}
 		}
 	}

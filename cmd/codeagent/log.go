@@ -18,11 +18,8 @@ func cmdLog(ctx context.Context, s stdio, args []string) int {
 	session := fs.String("session", "", "only this session's records")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
 	verify := fs.Bool("verify", false, "check the hash chain of the whole log")
-	if code, done := parseFlags(fs, args); done {
+	if code, done := parseNoArgs(fs, args, s); done {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return exitCodeFor(s.err, usagef("log takes no arguments"))
 	}
 	return exitCodeFor(s.err, runLog(ctx, s, *dir, *session, *asJSON, *verify))
 }

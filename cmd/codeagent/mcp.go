@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/mcpserver"
@@ -34,23 +33,17 @@ type mcpOptions struct {
 func cmdMCP(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("mcp", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent mcp [flags]\n\nServe the sandbox, the checker and the agent as MCP tools over stdio (standard\ninput and output carry the protocol; logs go to standard error). See docs/MCP.md.\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent mcp [flags]\n\nServe the sandbox, the checker and the agent as MCP tools over stdio (standard\ninput and output carry the protocol; logs go to standard error). See docs/MCP.md.\nExit status: 0 when the client leaves, 2 for usage or configuration errors, 125 when\nthe sandbox could not be set up, 1 otherwise.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := mcpOptions{Getenv: os.Getenv}
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the tools and languages offered, their limits, the policy and run limits")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for the audit log (default $XDG_DATA_HOME/codeagent)")
-	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace or docker")
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
-	o.Backends = addBackendFlags(fs)
+	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	o.Provider = addProviderFlags(fs)
 	o.Egress.register(fs)
-	if code, done := parseFlags(fs, args); done {
+	if code, done := parseNoArgs(fs, args, s); done {
 		return code
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
 	}
 	o.setFlags = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.setFlags[f.Name] = true })
@@ -75,18 +68,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		if m.Agent.Backend != "" && !o.setFlags["backend"] {
 			backend = m.Agent.Backend
 		}
-		getenv = func(k string) string { // the file is the lowest layer
-			if v := o.Getenv(k); v != "" {
-				return v
-			}
-			switch k {
-			case llm.EnvProvider:
-				return m.Agent.Provider
-			case llm.EnvModel:
-				return m.Agent.Model
-			}
-			return ""
-		}
+		getenv = manifestEnv(m, o.Getenv)
 	}
 	deps := mcpserver.Deps{Manifest: m, Logger: logger}
 	if cfg, err := o.Provider.resolve(getenv); err != nil {
@@ -112,7 +94,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	defer sb.Close() // after the server: its programs are gone by then
-	km := &app.Kernels{Manager: kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb}, Logger: logger})}
+	km := app.NewKernels(app.KernelsConfig{Sandbox: sb, Logger: logger}, nil)
 	defer km.Close() // after the server, before the sandbox
 	deps.Store, deps.Sandbox, deps.Kernels = st, sb, km
 	resolve, err := o.Egress.resolveMap()

@@ -36,7 +36,9 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: codeagent repl [flags]\n\nAn interactive Python in the sandbox whose state is kept between cells\n"+
 			"(pandas as pd, numpy as np and matplotlib.pyplot as plt are loaded). The value\nof a cell's last expression is shown; "+
-			"figures left open are saved in the\nworkspace as figure-N.png. Ctrl-C interrupts a cell, Ctrl-D quits.\n\nflags:")
+			"figures left open are saved in the\nworkspace as figure-N.png. Ctrl-C interrupts a cell, Ctrl-D quits.\n"+
+			"Exit status: 0 on Ctrl-D, 2 for usage errors, 75 when the session is in use by another\n"+
+			"process, 125 when the sandbox could not be set up, 1 otherwise.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	var o replOptions
@@ -45,9 +47,7 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one, or the session's)")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each cell (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of the kernel (default 512MiB)")
-	fs.StringVar(&o.Backend, "backend", "", "sandbox backend: auto (namespace), namespace or docker (default auto)")
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
-	o.Backends = addBackendFlags(fs)
+	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}

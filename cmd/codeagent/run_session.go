@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/safety"
@@ -39,19 +40,18 @@ func (o *runOptions) applyManifest() (*manifest.Manifest, *safety.Policy, error)
 	if n := m.Agent.Limits.MaxIterations; n > 0 && !o.setFlags["max-iterations"] {
 		o.MaxIterations = n
 	}
-	var policy *safety.Policy
-	switch {
-	case m.Agent.Policy.Inline != nil:
-		policy, err = safety.ParsePolicy(m.Agent.Policy.Inline)
-	case m.Agent.Policy.Path != "":
-		policy, err = safety.LoadPolicy(m.PolicyPath())
-	}
+	policy, err := app.ManifestPolicy(m)
 	if err != nil {
-		return nil, nil, usagef("%s: agent.policy: %w", m.File(), err)
+		return nil, nil, usageError{err}
 	}
-	// The file is the lowest layer: the environment and flags win.
-	getenv := o.Getenv
-	o.Getenv = func(k string) string {
+	o.Getenv = manifestEnv(m, o.Getenv)
+	return m, policy, nil
+}
+
+// manifestEnv is getenv with m's provider and model as the lowest layer:
+// the environment (and the flags, which read it after) win.
+func manifestEnv(m *manifest.Manifest, getenv func(string) string) func(string) string {
+	return func(k string) string {
 		if v := getenv(k); v != "" {
 			return v
 		}
@@ -63,7 +63,6 @@ func (o *runOptions) applyManifest() (*manifest.Manifest, *safety.Policy, error)
 		}
 		return ""
 	}
-	return m, policy, nil
 }
 
 // ensureSession returns the named session, created if new, or nil when

@@ -58,7 +58,9 @@ type serveOptions struct {
 func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("serve", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent serve [flags]\n\nServe the HTTP API (/v1, described at /v1/openapi.yaml) and the web page (/).\nAPI keys (name:token) come from --keys-file and "+envAPIKeys+". Without keys the\nserver listens only on a loopback address and makes a token at each start, which every\nrequest needs: it prints the page's address with the token, and keeps the token in\nDATA/"+tokenFileName+" (mode 0600) for programs: curl -H \"Authorization: Bearer $(cat DATA/"+tokenFileName+")\".\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent serve [flags]\n\nServe the HTTP API (/v1, described at /v1/openapi.yaml) and the web page (/).\nAPI keys (name:token) come from --keys-file and "+envAPIKeys+". Without keys the\nserver listens only on a loopback address and makes a token at each start, which every\nrequest needs: it prints the page's address with the token, and keeps the token in\nDATA/"+tokenFileName+" (mode 0600) for programs: curl -H \"Authorization: Bearer $(cat DATA/"+tokenFileName+")\".\n"+
+			"Exit status: 0 after a clean shutdown (SIGINT, SIGTERM), 2 for usage or configuration errors,\n"+
+			"125 when the sandbox could not be set up, 1 otherwise; HTTP statuses: docs/SERVER.md#errors.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20, SessionMaxBytes: server.DefaultSessionMaxBytes}
@@ -89,18 +91,12 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.IntVar(&o.MaxKernels, "max-kernels", 0, "live kernels at most; then the least recently used idle one is ended (default 4 × CPUs)")
 	durationVar(fs, &o.KernelIdle, "kernel-idle-timeout", kernel.DefaultIdleTimeout, boundProgramTime, "end a kernel that ran no cell for this long")
 	sizeVar(fs, &o.KernelMemory, "kernel-memory", boundMemory, "memory limit of each kernel over its life (default 512MiB)")
-	fs.StringVar(&o.Backend, "backend", "auto", "sandbox backend: auto (namespace), namespace, docker or kubernetes")
-	o.Backends = addBackendFlags(fs)
-	fs.BoolVar(&o.AllowWeak, "allow-weak-isolation", false, weakIsolationUsage)
+	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	durationVar(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, boundShutdown, "how long running executions may take to finish at shutdown")
 	o.Provider = addProviderFlags(fs)
 	o.Egress.register(fs)
-	if code, done := parseFlags(fs, args); done {
+	if code, done := parseNoArgs(fs, args, s); done {
 		return code
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
 	}
 	if err := serve(ctx, o, s); err != nil {
 		return exitCodeFor(s.err, err)
@@ -212,9 +208,8 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	deps.Store, deps.Sandbox, deps.Executions = st, sb, execs
 	// One set of kernels for the API and MCP, under one cap; ended after
 	// the servers, before the sandbox.
-	km := kernel.NewManager(kernel.ManagerConfig{Options: kernel.Options{Sandbox: sb, Limits: scfg.KernelLimits},
-		Max: scfg.MaxKernels, IdleTimeout: scfg.KernelIdleTimeout, Logger: logger})
-	deps.Kernels = &app.Kernels{Manager: km, Executions: execs}
+	deps.Kernels = app.NewKernels(app.KernelsConfig{Sandbox: sb, Limits: scfg.KernelLimits,
+		Max: scfg.MaxKernels, IdleTimeout: scfg.KernelIdleTimeout, Logger: logger}, execs)
 	defer deps.Kernels.Close()
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version, SessionMaxBytes: o.SessionMaxBytes,
 		SessionMaxFiles: o.SessionMaxFiles, EgressCeiling: scfg.EgressCeiling, EgressMaxBytes: scfg.EgressMaxBytes,

@@ -16,11 +16,8 @@ func cmdStats(ctx context.Context, s stdio, args []string) int {
 	dir := dataDirFlag(fs)
 	session := fs.String("session", "", "only this session (default: every session)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if code, done := parseFlags(fs, args); done {
+	if code, done := parseNoArgs(fs, args, s); done {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return exitCodeFor(s.err, usagef("stats takes no arguments"))
 	}
 	return exitCodeFor(s.err, runStats(ctx, s, *dir, *session, *asJSON))
 }
