@@ -59,34 +59,23 @@ func (l Limits) WithDefaults() Limits {
 // Overlay returns l with every non-zero field of o set over it: the layer
 // of explicit settings (flags) over a base (defaults, a manifest).
 func (l Limits) Overlay(o Limits) Limits {
-	if o.WallTime > 0 {
-		l.WallTime = o.WallTime
-	}
-	if o.CPUTime > 0 {
-		l.CPUTime = o.CPUTime
-	}
-	if o.Memory > 0 {
-		l.Memory = o.Memory
-	}
-	if o.Processes > 0 {
-		l.Processes = o.Processes
-	}
-	if o.Output > 0 {
-		l.Output = o.Output
-	}
-	if o.FileSize > 0 {
-		l.FileSize = o.FileSize
-	}
-	if o.Disk > 0 {
-		l.Disk = o.Disk
-	}
-	if o.OpenFiles > 0 {
-		l.OpenFiles = o.OpenFiles
-	}
-	if o.CPUs > 0 {
-		l.CPUs = o.CPUs
-	}
+	over(&l.WallTime, o.WallTime)
+	over(&l.CPUTime, o.CPUTime)
+	over(&l.Memory, o.Memory)
+	over(&l.Processes, o.Processes)
+	over(&l.Output, o.Output)
+	over(&l.FileSize, o.FileSize)
+	over(&l.Disk, o.Disk)
+	over(&l.OpenFiles, o.OpenFiles)
+	over(&l.CPUs, o.CPUs)
 	return l
+}
+
+// over sets *dst to v when v is set (positive).
+func over[T int | int64 | float64 | time.Duration](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
 }
 
 // ParseSize reads a byte size such as "256MiB", "1GB", "100m" or "4096".
