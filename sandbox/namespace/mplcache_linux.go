@@ -1,5 +1,11 @@
 //go:build linux && (amd64 || arm64)
 
+// This file serves every Python sandbox, cold or warm (tmpFilesFor feeds
+// bwrap's options for both), so it is not package warm's: it also reads
+// the host (matplotlib's and the fonts' directories, the cache beside the
+// shared /etc) and builds the font list by running a sandbox of the
+// backend's own (Backend.Run), which package warm never does.
+
 package namespace
 
 import (

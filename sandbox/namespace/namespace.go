@@ -31,11 +31,11 @@ type Config struct {
 	Warm int
 	// WarmPython is how many warm interpreters to keep: sandboxes set up
 	// ahead whose python3 has imported pandas, numpy and matplotlib,
-	// each used by one Python program and then destroyed (see
-	// warm_linux.go). Only when running as root with cgroups; elsewhere,
-	// and for programs that do not fit (another interpreter, command or
-	// startup environment, a memory limit under 192 MiB), programs run
-	// cold. Each costs about 90 MB while it waits.
+	// each used by one Python program and then destroyed (see package
+	// internal/warm and warm_linux.go). Only when running as root with
+	// cgroups; elsewhere, and for programs that do not fit (another
+	// interpreter, command or startup environment, a memory limit under
+	// 192 MiB), programs run cold. Each costs about 90 MB while it waits.
 	WarmPython int
 	// PlainWorkspace binds the workspace itself into the sandbox even when
 	// codeagent runs as root, as it does for an ordinary user: the disk

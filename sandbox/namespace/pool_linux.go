@@ -103,7 +103,7 @@ func (b *Backend) Close() error {
 		l.discard()
 	}
 	if b.warm != nil {
-		b.warm.close()
+		b.warm.Close()
 	}
 	b.bg.Wait()
 	return b.removeFiles()

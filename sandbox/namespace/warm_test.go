@@ -15,6 +15,7 @@ import (
 
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/namespace/internal/warm"
 	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
 
@@ -92,7 +93,7 @@ var address = regexp.MustCompile(`0x[0-9a-f]+`)
 // it did: status, exit code, signal, stdout, stderr and the files it wrote.
 func TestWarmMatchesCold(t *testing.T) {
 	warm := newWarmBackend(t, 1)
-	warm.warm.fill()
+	warm.warm.Fill()
 	cold, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func TestConformanceWarm(t *testing.T) {
 		t.Skip("short mode")
 	}
 	b := newWarmBackend(t, 4)
-	b.warm.fill()
+	b.warm.Fill()
 	b.quiesce()
 	sandboxtest.Run(t, b)
 	// Runs find no warm interpreter when they follow each other faster
@@ -206,11 +207,11 @@ func TestConformanceWarm(t *testing.T) {
 // the test when it ran cold.
 func runWarm(t *testing.T, b *Backend, ws, code string, lim sandbox.Limits) sandbox.Result {
 	t.Helper()
-	b.warm.fill()
+	b.warm.Fill()
 	b.quiesce()
 	before := b.WarmRuns()
 	res, err := b.Run(context.Background(), sandbox.Spec{Command: []string{"python3", "/code/main.py"}, Workspace: ws,
-		Files: []sandbox.File{{Path: "/code/main.py", Data: []byte(code)}}, Env: warmEnv(), Limits: lim})
+		Files: []sandbox.File{{Path: "/code/main.py", Data: []byte(code)}}, Env: warm.Env(), Limits: lim})
 	if err != nil {
 		t.Fatal(err)
 	}

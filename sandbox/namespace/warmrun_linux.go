@@ -1,13 +1,20 @@
 //go:build linux && (amd64 || arm64)
 
+// This file is the warm interpreters' (see warm_linux.go): it runs an
+// execution in a warm interpreter that package warm's pool hands out, for
+// the programs warm.Args lets run warm. It uses the isolation code as a
+// cold run does: the workspace as an overlay, a synced copy or an idmapped
+// bind (overlay, synced, idmapWorkspace, guard), the mounts into the
+// sandbox (warmmount_linux.go), the execution's cgroup limits and rlimits
+// (set as the sandbox's uid, asUID), the disk watcher, the run's kill
+// watch, the verdict, and the merge of the upper layer.
+
 package namespace
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
@@ -20,67 +27,17 @@ import (
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/internal/diskwatch"
+	"github.com/codeagent/codeagent/sandbox/namespace/internal/warm"
 )
 
-// startupVars are environment variables that the interpreter or the
-// stack's libraries read when they start or are imported: a warm
-// interpreter started with the default environment, so a spec that sets
-// any of them differently runs cold.
-var startupVars = []string{"PYTHON", "LC_", "LANG", "HOME", "TMPDIR", "PATH", "TZ", "MPL", "OPENBLAS", "OMP_",
-	"MKL_", "GOTO", "NUMEXPR", "BLIS", "XDG_", "FONTCONFIG", "LD_", "MALLOC", "GLIBC_TUNABLES", "PANDAS", "NUMPY"}
-
-func startupVar(k string) bool {
-	for _, p := range startupVars {
-		if strings.HasPrefix(k, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // warmArgs returns the interpreter's arguments when spec can run in a warm
-// interpreter: python3 FILE, -m MODULE or -c CODE with arguments; every
-// file below /code; limits that leave room for the preloaded stack; and
-// the environment a warm interpreter started with where it matters.
+// interpreter (warm.Args): only with the pool, which needs root and
+// cgroups.
 func (b *Backend) warmArgs(spec sandbox.Spec, lim sandbox.Limits) ([]string, bool) {
-	if b.warm == nil || !b.asRoot() || b.cgroups == nil || spec.Network != nil || spec.Gateway != nil {
-		return nil, false // a warm sandbox has no network
-	}
-	c := spec.Command
-	if len(c) < 2 || c[0] != "python3" {
+	if b.warm == nil || !b.asRoot() || b.cgroups == nil {
 		return nil, false
 	}
-	switch a := c[1]; {
-	case a == "-m" || a == "-c":
-		if len(c) < 3 {
-			return nil, false
-		}
-	case !strings.HasPrefix(a, "/"):
-		return nil, false
-	}
-	for _, f := range spec.Files {
-		if !strings.HasPrefix(f.Path, "/code/") || f.Path == warmLoaderPath {
-			return nil, false
-		}
-	}
-	if lim.Memory < warmMinMemory || lim.Processes < warmMinProcs {
-		return nil, false
-	}
-	want := environ(warmEnv())
-	have := environ(spec.Env)
-	startup := func(env []string) string {
-		var keep []string
-		for _, kv := range env {
-			if k, _, _ := strings.Cut(kv, "="); startupVar(k) {
-				keep = append(keep, kv)
-			}
-		}
-		return strings.Join(keep, "\x00")
-	}
-	if startup(want) != startup(have) {
-		return nil, false
-	}
-	return c[1:], true
+	return warm.Args(spec, lim, environ)
 }
 
 // runWarm runs spec in a warm interpreter when it can; ok false means the
@@ -99,12 +56,14 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		return res, false, nil
 	}
 	defer wsFile.Close()
-	var st unix.Stat_t
-	if unix.Fstatat(int(wsFile.Fd()), "matplotlibrc", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-		return res, false, nil // matplotlib reads it at import, from the working directory
+	for _, name := range warm.StartupFiles() {
+		var st unix.Stat_t
+		if unix.Fstatat(int(wsFile.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			return res, false, nil // the stack reads it at import, from the working directory
+		}
 	}
-	w := b.warm.take()
-	if w == nil {
+	w, taken := b.warm.Take()
+	if !taken {
 		return res, false, nil
 	}
 	r := &run{b: b, spec: spec, lim: lim}
@@ -114,7 +73,7 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.Spec, lim sandbox.Li
 		b.log.Debug("warm interpreter not usable, running cold", "err", err)
 		return res, false, nil
 	}
-	b.warm.ran()
+	b.warm.Ran()
 	if err != nil {
 		res.Status = sandbox.StatusSandboxError
 		res.Message = err.Error()
@@ -134,8 +93,8 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	var res sandbox.Result
 	b, l := r.b, w.l
 	defer b.background(func() {
-		w.discard()
-		b.warm.fill()
+		w.Discard()
+		b.warm.Fill()
 	})
 	var wsSt unix.Stat_t
 	if err := unix.Fstat(int(wsFile.Fd()), &wsSt); err != nil {
@@ -192,7 +151,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	}
 	// The program's memory limit counts what the interpreter holds: it
 	// must leave room for the program.
-	if f, ok := filesOf(l.cg); !ok || readInt(f.usage) > r.lim.Memory*3/4 {
+	if f, ok := filesOf(l.cg); !ok || !warm.LeavesRoom(readInt(f.usage), r.lim.Memory) {
 		return res, unusable(errors.New("the interpreter holds most of the memory limit"))
 	}
 	if err := l.cg.SetLimits(cgroupLimitsOf(r.lim)); err != nil {
@@ -214,7 +173,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 		return res, &sandbox.SetupError{Reason: "measure workspace", Err: err}
 	}
 	defer ws.Stop()
-	req, err := json.Marshal(map[string]any{"argv": args, "env": envMap(sandbox.WithThreadEnv(r.spec.Env, r.lim.CPUs)), "cwd": sandbox.WorkspacePath})
+	req, err := warm.Request(args, environ(sandbox.WithThreadEnv(r.spec.Env, r.lim.CPUs)), sandbox.WorkspacePath)
 	if err != nil {
 		return res, unusable(err)
 	}
@@ -223,13 +182,7 @@ func (r *run) executeWarm(ctx context.Context, w *warmInterp, args []string, wsD
 	drained := l.collect(stdout, stderr)
 
 	start := time.Now()
-	go func() {
-		_, err := w.stdin.Write(append([]byte(strconv.Itoa(len(req))+"\n"), req...))
-		if err == nil && r.spec.Stdin != nil {
-			_, _ = io.Copy(w.stdin, r.spec.Stdin)
-		}
-		_ = w.stdin.Close()
-	}()
+	go warm.Send(w.stdin, req, r.spec.Stdin)
 	stopWatch := r.watch(ctx, l)
 	if sw != nil {
 		sw.watch = ws
@@ -289,18 +242,6 @@ func cloneMount(pid int, path string) (int, error) {
 		return nil
 	})
 	return tree, err
-}
-
-// envMap is the program's complete environment as a map, with PWD as
-// bwrap's --chdir sets it.
-func envMap(extra map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range environ(extra) {
-		k, v, _ := strings.Cut(kv, "=")
-		out[k] = v
-	}
-	out["PWD"] = sandbox.WorkspacePath
-	return out
 }
 
 // processCPU is the CPU time process pid has used, all its threads.

@@ -1,4 +1,5 @@
-# codeagent's warm interpreter (see warm_linux.go).
+# codeagent's warm interpreter (see package warm, and warm_linux.go in
+# package namespace).
 #
 # It runs in a sandbox that is fully set up but has no workspace yet: it
 # imports the scientific stack with its output sent to /dev/null, writes
