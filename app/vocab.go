@@ -24,28 +24,17 @@ type (
 	KernelStatus = kernel.Status
 )
 
-// An agent run's modes, phases and event types (see package agent).
+// An agent run's modes, phases and event types (see package agent), and
+// the most attempts any door lets a run ask for.
 const (
-	ModeProgram = agent.ModeProgram
-	ModeTools   = agent.ModeTools
-	ModeAuto    = agent.ModeAuto
+	ModeProgram, ModeTools, ModeAuto = agent.ModeProgram, agent.ModeTools, agent.ModeAuto
+	PhaseTests, PhaseTool            = agent.PhaseTests, agent.PhaseTool
 
-	PhaseTests = agent.PhaseTests
-	PhaseTool  = agent.PhaseTool
+	EventAttemptStart, EventGenerated, EventChecked = agent.EventAttemptStart, agent.EventGenerated, agent.EventChecked
+	EventExecuted, EventVerified, EventAccepted     = agent.EventExecuted, agent.EventVerified, agent.EventAccepted
+	EventToolCall, EventToolResult, EventReplayed   = agent.EventToolCall, agent.EventToolResult, agent.EventReplayed
+	EventDone                                       = agent.EventDone
 
-	EventAttemptStart = agent.EventAttemptStart
-	EventGenerated    = agent.EventGenerated
-	EventChecked      = agent.EventChecked
-	EventExecuted     = agent.EventExecuted
-	EventVerified     = agent.EventVerified
-	EventToolCall     = agent.EventToolCall
-	EventToolResult   = agent.EventToolResult
-	EventReplayed     = agent.EventReplayed
-	EventAccepted     = agent.EventAccepted
-	EventDone         = agent.EventDone
-
-	// MaxIterationsCeiling is the most attempts any door lets a run ask
-	// for.
 	MaxIterationsCeiling = agent.MaxIterationsCeiling
 )
 

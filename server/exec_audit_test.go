@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/store"
 )
 
 // TestServeExecIsAudited: a one-shot execution is in the audit log before
@@ -14,17 +16,7 @@ func TestServeExecIsAudited(t *testing.T) {
 	ts := newTestServer(t, testOptions{noModel: true})
 	var res struct{ Status string }
 	ts.json(t, "POST", "/v1/exec", "", map[string]any{"language": "python", "code": "print(1)"}, http.StatusOK, &res)
-	recs, err := ts.st.AuditLog(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, r := range recs {
-		kinds = append(kinds, r.Kind)
-	}
-	if got := strings.Join(kinds, " "); got != "exec_request exec_start exec_end" {
-		t.Fatalf("audit records: %q", got)
-	}
+	recs := auditKinds(t, ts, "", "exec_request exec_start exec_end")
 	if !strings.Contains(string(recs[0].Data), `"key":"anonymous"`) {
 		t.Errorf("the request's record names no key: %s", recs[0].Data)
 	}
@@ -42,17 +34,7 @@ func TestSessionExecIsAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ts.st.AuditLog(context.Background(), o.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, r := range recs {
-		kinds = append(kinds, r.Kind)
-	}
-	if got := strings.Join(kinds, " "); got != "exec_request exec_start exec_end exec_request exec_start exec_end" {
-		t.Fatalf("audit records: %q", got)
-	}
+	recs := auditKinds(t, ts, o.Name, "exec_request exec_start exec_end exec_request exec_start exec_end")
 	if !strings.Contains(string(recs[1].Data), `"kernel_cell":true`) || !strings.Contains(string(recs[0].Data), `"state":"keep"`) {
 		t.Errorf("the cell's records: %s %s", recs[0].Data, recs[1].Data)
 	}
@@ -74,4 +56,22 @@ func TestSessionExecWhileLeased(t *testing.T) {
 	for _, state := range []string{"keep", "fresh"} {
 		ts.json(t, "POST", "/v1/sessions/"+s.ID+"/exec", "", map[string]any{"language": "python", "code": "1", "state": state}, http.StatusConflict, nil)
 	}
+}
+
+// auditKinds reads the audit log of session ("" for all) and fails unless
+// its records are of the kinds want lists, in order.
+func auditKinds(t *testing.T, ts *testServer, session, want string) []store.Record {
+	t.Helper()
+	recs, err := ts.st.AuditLog(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, r := range recs {
+		kinds = append(kinds, r.Kind)
+	}
+	if got := strings.Join(kinds, " "); got != want {
+		t.Fatalf("audit records: %q, want %q", got, want)
+	}
+	return recs
 }

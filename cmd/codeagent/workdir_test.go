@@ -100,18 +100,7 @@ func runOnReadOnlyHost(t *testing.T, dir string, env []string, args ...string) (
 // writes where it lands. codeagent refuses before anything runs, exit 2
 // with a message naming the directory, and the directory is as it was.
 func TestExecRefusesUnsafeWorkdir(t *testing.T) {
-	cwd, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	toEtc, err := filepath.Rel(cwd, "/etc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := filepath.Join(cwd, "home")
-	if err := os.Mkdir(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	cwd, toEtc, home := unsafePlaces(t)
 	if err := os.WriteFile(filepath.Join(home, ".bashrc"), []byte("# mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -166,16 +155,8 @@ func TestExecRefusesUnsafeWorkdir(t *testing.T) {
 // started; an --out of the home would let the program's artifacts
 // (.bashrc, .ssh/authorized_keys) replace the user's files.
 func TestRunAndReplRefuseUnsafeDirectories(t *testing.T) {
-	cwd, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	toEtc, err := filepath.Rel(cwd, "/etc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := filepath.Join(cwd, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+	cwd, toEtc, home := unsafePlaces(t)
+	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"HOME=" + home}
@@ -207,4 +188,23 @@ func TestRunAndReplRefuseUnsafeDirectories(t *testing.T) {
 	if after := hostLook(t, home, ".ssh"); after != homeBefore {
 		t.Errorf("the home changed:\nbefore:\n%s\nafter:\n%s", homeBefore, after)
 	}
+}
+
+// unsafePlaces makes a working directory (cwd, its real path), with a
+// "home" directory in it, and gives /etc relative to it: the places a
+// user's --workdir or --out must not be.
+func unsafePlaces(t *testing.T) (cwd, toEtc, home string) {
+	t.Helper()
+	cwd, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if toEtc, err = filepath.Rel(cwd, "/etc"); err != nil {
+		t.Fatal(err)
+	}
+	home = filepath.Join(cwd, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return cwd, toEtc, home
 }

@@ -148,28 +148,21 @@ func TestPoolStopsAfterFailures(t *testing.T) {
 
 func TestPoolFailuresResetBySuccess(t *testing.T) {
 	p := newTestPool(1)
-	p.fail.Store(true)
-	for range maxFailures - 1 {
+	// Fewer failures than the bound, then a success, twice: without the
+	// reset, the second round's failures would stop the pool.
+	for _, round := range []string{"a success after fewer failures than the bound did not fill the pool",
+		"failures before a success still counted"} {
+		p.fail.Store(true)
+		for range maxFailures - 1 {
+			p.Fill()
+			p.bg.Wait()
+		}
+		p.fail.Store(false)
 		p.Fill()
 		p.bg.Wait()
-	}
-	p.fail.Store(false)
-	p.Fill()
-	p.bg.Wait()
-	if _, ok := p.Take(); !ok {
-		t.Fatal("a success after fewer failures than the bound did not fill the pool")
-	}
-	// As many failures again: without the reset they would stop the pool.
-	p.fail.Store(true)
-	for range maxFailures - 1 {
-		p.Fill()
-		p.bg.Wait()
-	}
-	p.fail.Store(false)
-	p.Fill()
-	p.bg.Wait()
-	if _, ok := p.Take(); !ok {
-		t.Fatal("failures before a success still counted")
+		if _, ok := p.Take(); !ok {
+			t.Fatal(round)
+		}
 	}
 }
 
