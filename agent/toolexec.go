@@ -35,6 +35,7 @@ type toolRun struct {
 	byName  map[string]*toolDef
 	kern    kernel.Interpreter
 	steps   int
+	called  bool // the model called a tool at least once
 	cells   []cellRecord
 	images  map[string]bool // figures the kernel saved: displays, not the program's files
 	written map[string]bool // files written with write_file

@@ -26,6 +26,13 @@ func (r *run) runTools(ctx context.Context) (program bool, err error) {
 		t.byName[t.defs[i].name] = &t.defs[i]
 	}
 	defer t.close()
+	defer func() {
+		// A model that never calls a tool gets nowhere in tool mode: say
+		// what may work instead.
+		if !program && err == nil && r.mode == ModeTools && !t.called && !r.res.Success && r.res.Message != "" {
+			r.res.Message += "; the model never called a tool: program mode (--mode program, or auto) may suit it better"
+		}
+	}()
 	cfg := r.a.cfg
 	r.system = render("tools_system.txt", t.promptData(1))
 	r.msgs = []llm.Message{r.user(render("tools_task.txt", t.promptData(1)))}
@@ -84,6 +91,7 @@ func (r *run) runTools(ctx context.Context) (program bool, err error) {
 		r.emit(Event{Type: EventGenerated, Attempt: t.at.N, Phase: PhaseTool, Message: cutRunes(r.a.redact.String(resp.Text), 500), DurationMS: ms(t0)})
 		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: r.a.redact.String(resp.Text), ToolCalls: calls})
 		if len(calls) > 0 {
+			t.called = true
 			// Every call is answered; those beyond the budget do not run,
 			// and a model told the budget is spent that calls on fails.
 			spent := t.stepsLeft() <= 0

@@ -416,3 +416,17 @@ func TestToolModeConfig(t *testing.T) {
 		t.Errorf("auto with tests: %v", err)
 	}
 }
+
+// A model that never calls a tool in tool mode fails with a message that
+// suggests program mode (it ended without saying what might work).
+func TestToolModeWithoutToolCallsSuggestsProgramMode(t *testing.T) {
+	talk := llmtest.Say("The answer is 42.")
+	a, _, ws, _ := setup(t, Config{Mode: ModeTools, MaxIterations: 2, Verify: false}, nil, talk, talk, talk, talk)
+	res, err := a.Run(context.Background(), Task{Prompt: "compute the answer", Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Success || !strings.Contains(res.Message, "--mode program") {
+		t.Fatalf("success %v, message %q", res.Success, res.Message)
+	}
+}

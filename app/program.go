@@ -24,6 +24,7 @@ type Program struct {
 	// language's extension.
 	Name    string
 	Code    []byte
+	Args    []string // the program's arguments
 	Stdin   io.Reader
 	Env     map[string]string // besides the language's own
 	Limits  sandbox.Limits
@@ -44,7 +45,7 @@ func (p Program) Spec(dir string) sandbox.Spec {
 		env = map[string]string{}
 	}
 	maps.Copy(env, p.Env)
-	return sandbox.Spec{Command: p.Lang.Command(path), Workspace: dir, Files: []sandbox.File{{Path: path, Data: p.Code}},
+	return sandbox.Spec{Command: append(p.Lang.Command(path), p.Args...), Workspace: dir, Files: []sandbox.File{{Path: path, Data: p.Code}},
 		Env: env, Stdin: p.Stdin, Limits: p.Limits, Network: p.Network}
 }
 

@@ -1,6 +1,7 @@
 package termtext
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"sync"
@@ -28,10 +29,28 @@ type Writer struct {
 	mu      sync.Mutex
 	w       io.Writer
 	pending []byte
+	program bool // escape as Program does
+	sgr     bool // an SGR sequence passed: Flush resets
 }
 
 // NewWriter returns a Writer escaping to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// NewProgramWriter returns a Writer escaping a program's output to w as
+// Program does: colours and carriage returns pass. An SGR sequence split
+// across writes is held back until it is complete; Flush ends the
+// program's colours with Reset.
+func NewProgramWriter(w io.Writer) *Writer { return &Writer{w: w, program: true} }
+
+// escape is the Writer's escaping of complete text.
+func (w *Writer) escape(s string) string {
+	if !w.program {
+		return Text(s)
+	}
+	out, sgr := Program(s)
+	w.sgr = w.sgr || sgr
+	return out
+}
 
 // Write escapes p and writes it; it reports len(p) written unless the
 // underlying writer fails.
@@ -44,6 +63,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 		w.pending = nil
 	}
 	cut := incompleteTail(buf)
+	if w.program {
+		if i := bytes.LastIndexByte(buf[:cut], 0x1b); i >= 0 && sgrPrefix(string(buf[i:cut])) {
+			cut = i
+		}
+	}
 	if cut < len(buf) {
 		w.pending = append([]byte(nil), buf[cut:]...)
 		buf = buf[:cut]
@@ -51,21 +75,29 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if len(buf) == 0 {
 		return len(p), nil
 	}
-	if _, err := io.WriteString(w.w, Text(string(buf))); err != nil {
+	if _, err := io.WriteString(w.w, w.escape(string(buf))); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-// Flush writes the bytes held back by an incomplete UTF-8 sequence.
+// Flush writes the bytes held back by an incomplete UTF-8 (or SGR)
+// sequence, escaped, and Reset after a program's colours.
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.pending) == 0 {
+	s := ""
+	if len(w.pending) > 0 {
+		s = Text(string(w.pending)) // incomplete: no sequence of its own
+		w.pending = nil
+	}
+	if w.sgr {
+		s += Reset
+		w.sgr = false
+	}
+	if s == "" {
 		return nil
 	}
-	s := Text(string(w.pending))
-	w.pending = nil
 	_, err := io.WriteString(w.w, s)
 	return err
 }

@@ -196,6 +196,21 @@ func (w *Workspace) Changes(before Snapshot, lim Limits, exclude func(rel string
 // itself: see CheckWorkdir) is refused. At most maxTotal bytes are copied
 // (0: the default).
 func (w *Workspace) CopyOut(arts []Artifact, dst string, maxTotal int64) ([]string, error) {
+	return w.copyOut(arts, dst, maxTotal, true)
+}
+
+// ErrExists is an artifact CopyOutNew did not copy: a file of its name is
+// in the output directory already.
+var ErrExists = errors.New("exists in the output directory: not replaced")
+
+// CopyOutNew copies as CopyOut does, except that it never replaces a file
+// already in dst: each such artifact is left out with an error wrapping
+// ErrExists (the user's files are not overwritten without being told).
+func (w *Workspace) CopyOutNew(arts []Artifact, dst string, maxTotal int64) ([]string, error) {
+	return w.copyOut(arts, dst, maxTotal, false)
+}
+
+func (w *Workspace) copyOut(arts []Artifact, dst string, maxTotal int64, replace bool) ([]string, error) {
 	if maxTotal <= 0 {
 		maxTotal = DefaultLimits().MaxTotal
 	}
@@ -220,7 +235,7 @@ func (w *Workspace) CopyOut(arts []Artifact, dst string, maxTotal int64) ([]stri
 	var errs []error
 	left := maxTotal
 	for _, a := range arts {
-		n, err := copyOne(src, out, a.Path, left)
+		n, err := copyOne(src, out, a.Path, left, replace)
 		left -= n
 		if err != nil {
 			errs = append(errs, fmt.Errorf("copy %s: %w", a.Path, err))
@@ -232,7 +247,7 @@ func (w *Workspace) CopyOut(arts []Artifact, dst string, maxTotal int64) ([]stri
 }
 
 // copyOne copies rel from the directory src to the directory dst.
-func copyOne(src, dst *os.File, rel string, left int64) (int64, error) {
+func copyOne(src, dst *os.File, rel string, left int64, replace bool) (int64, error) {
 	if err := validRel(rel); err != nil {
 		return 0, err
 	}
@@ -254,7 +269,23 @@ func copyOne(src, dst *os.File, rel string, left int64) (int64, error) {
 	// O_NOFOLLOW refuses a link as the last component, O_NONBLOCK keeps a
 	// FIFO from blocking, and the type is checked before anything is
 	// truncated.
-	out, err := openBeneath(dst, rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644, false)
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NONBLOCK
+	if !replace {
+		flags |= os.O_EXCL
+	}
+	out, err := openBeneath(dst, rel, flags, 0o644, false)
+	if !replace && errors.Is(err, os.ErrExist) {
+		// Unless it is the artifact itself (the output directory is the
+		// workspace), it is the user's: left as it is.
+		if have, herr := openBeneath(dst, rel, os.O_RDONLY|syscall.O_NONBLOCK, 0, false); herr == nil {
+			hfi, serr := have.Stat()
+			have.Close()
+			if serr == nil && os.SameFile(fi, hfi) {
+				return fi.Size(), nil
+			}
+		}
+		return 0, ErrExists
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -60,8 +60,7 @@ func cmdCheck(ctx context.Context, s stdio, args []string) int {
 		return code
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return exitUsage
+		return usageLine(fs, s, "check needs the files to check (- reads standard input, with --lang)")
 	}
 	o.Files = fs.Args()
 	res, err := runCheck(ctx, o)

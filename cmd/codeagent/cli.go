@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,8 +45,6 @@ func commands() []command {
 		{"version", "print the version", cmdVersion},
 	}
 }
-
-var version = "dev"
 
 // startsSandboxes are the commands that start sandboxes: their backends,
 // workspaces and MCP sessions keep directories in $TMPDIR.
@@ -102,22 +101,50 @@ func usage(w io.Writer) {
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.
+// Its usage, until the command sets its own, is the command's one-line
+// summary and its flags.
 func newFlagSet(name string, s stdio) *flag.FlagSet {
 	fs := flag.NewFlagSet("codeagent "+name, flag.ContinueOnError)
 	fs.SetOutput(s.err)
+	fs.Usage = func() {
+		summary := ""
+		for _, c := range commands() {
+			if c.name == name {
+				summary = strings.ToUpper(c.summary[:1]) + c.summary[1:] + ".\n\n"
+			}
+		}
+		fmt.Fprintf(fs.Output(), "usage: codeagent %s [flags]\n\n%sflags:\n", name, summary)
+		fs.PrintDefaults()
+	}
 	return fs
 }
 
 // parseFlags parses args and returns (exit code, done): done is true when the
-// command must stop (help requested or bad flags).
+// command must stop. -h prints the command's usage (exit 0); a bad flag is
+// one line saying what is wrong and where the usage is (exit 2).
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK, true
-		}
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return exitOK, true
+	case err != nil:
+		printErr(out, "%v\nsee '%s -h'", err, fs.Name())
 		return exitUsage, true
 	}
 	return 0, false
+}
+
+// usageLine is a usage error of fs's command: one line saying what is
+// wrong and where the usage is (exit 2).
+func usageLine(fs *flag.FlagSet, s stdio, format string, a ...any) int {
+	printErr(s.err, "%s\nsee '%s -h'", fmt.Sprintf(format, a...), fs.Name())
+	return exitUsage
 }
 
 // parseNoArgs parses the flags of a command that takes no arguments: one
@@ -127,7 +154,7 @@ func parseNoArgs(fs *flag.FlagSet, args []string, s stdio) (int, bool) {
 		return code, true
 	}
 	if fs.NArg() != 0 {
-		return exitCodeFor(s.err, usagef("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "codeagent "), fs.Arg(0))), true
+		return usageLine(fs, s, "%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "codeagent "), fs.Arg(0)), true
 	}
 	return 0, false
 }
@@ -140,9 +167,4 @@ func newLogger(w io.Writer) *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
-
-func cmdVersion(_ context.Context, s stdio, _ []string) int {
-	fmt.Fprintf(s.out, "codeagent %s\n", version)
-	return exitOK
 }

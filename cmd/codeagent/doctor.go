@@ -13,13 +13,20 @@ import (
 func cmdDoctor(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("doctor", s)
 	weak := fs.Bool("allow-weak-isolation", false, "judge the host as if weaker isolation were accepted")
-	backend := fs.String("backend", "", "also report on this backend's environment: kubernetes (the cluster)")
+	backend := fs.String("backend", "", "report on this backend: namespace (the default: this host), docker (the engine, the image,\n"+
+		"a program run in a container) or kubernetes (the cluster and its isolation probe)")
 	bf := addBackendFlags(fs)
-	if code, done := parseFlags(fs, args); done {
+	if code, done := parseNoArgs(fs, args, s); done {
 		return code
 	}
-	if *backend == "kubernetes" {
+	switch *backend {
+	case "", "auto", "namespace":
+	case "docker":
+		return dockerDoctor(ctx, s, bf, *weak)
+	case "kubernetes":
 		return kubeDoctor(ctx, s, bf, *weak)
+	default:
+		return usageLine(fs, s, "unknown backend %q (want namespace, docker or kubernetes)", *backend)
 	}
 	rep := namespace.Probe(namespace.Config{AllowWeakIsolation: *weak})
 	printDoctor(s.out, rep)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/internal/lateclose"
@@ -26,7 +27,8 @@ const maxProgramSize = 10 << 20
 
 // execOptions are the inputs of `codeagent exec`.
 type execOptions struct {
-	File      string // path, or "-" for standard input
+	File      string   // path, or "-" for standard input
+	Args      []string // the program's arguments (after --)
 	Lang      string
 	Workdir   string
 	Env       map[string]string
@@ -42,7 +44,7 @@ type execOptions struct {
 func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("exec", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|-\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up, 2 for\nusage errors, 130 on Ctrl-C (143 on SIGTERM).\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|- [-- ARGS...]\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up, 2 for\nusage errors, 130 on Ctrl-C (143 on SIGTERM).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := execOptions{Env: map[string]string{}}
@@ -60,9 +62,13 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	switch rest := fs.Args(); {
+	case len(rest) == 0:
+		return usageLine(fs, s, "exec needs the program to run (a file, or - for standard input with --lang)")
+	case len(rest) > 1 && rest[1] != "--":
+		return usageLine(fs, s, "the program's arguments go after --: codeagent exec [flags] %s -- %s", rest[0], strings.Join(rest[1:], " "))
+	case len(rest) > 1:
+		o.Args = rest[2:]
 	}
 	o.File = fs.Arg(0)
 	// The process ends right after the run: the kernel's teardown of the
@@ -130,7 +136,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	}
 	defer sb.Close()
 
-	spec := app.Program{Lang: language, Name: programName(o.File, language), Code: code, Env: o.Env,
+	spec := app.Program{Lang: language, Name: programName(o.File, language), Code: code, Args: o.Args, Env: o.Env,
 		Limits: limits, Network: network}.Spec(ws.Dir)
 	if !o.JSON {
 		// Like python3's, exec's output is often piped into another

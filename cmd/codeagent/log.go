@@ -37,6 +37,14 @@ func runLog(ctx context.Context, s stdio, dataDir, session string, asJSON, verif
 	if err != nil {
 		return err
 	}
+	if session != "" && len(recs) == 0 {
+		// No records, and no such session either: a mistyped name is said
+		// (exit 2), as stats says it. Records may name a session that is
+		// not in the store (an MCP session's label).
+		if _, err := st.SessionByName(ctx, session); err != nil {
+			return notFoundIsUsage(err)
+		}
+	}
 	if asJSON {
 		if recs == nil {
 			recs = []store.Record{}

@@ -101,7 +101,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 	if err != nil {
 		return err
 	}
-	srv, err := mcpserver.New(mcpserver.Config{Version: version, EgressCeiling: o.Egress.ceiling,
+	srv, err := mcpserver.New(mcpserver.Config{Version: buildVersion(), EgressCeiling: o.Egress.ceiling,
 		EgressMaxBytes: o.Egress.maxBytes, EgressResolve: resolve}, deps)
 	if err != nil {
 		return usageError{err}

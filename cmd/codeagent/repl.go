@@ -51,9 +51,11 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 0 || (o.Session != "" && o.Workdir != "") {
-		fs.Usage()
-		return exitUsage
+	switch {
+	case fs.NArg() != 0:
+		return usageLine(fs, s, "repl takes no arguments, got %q", fs.Arg(0))
+	case o.Session != "" && o.Workdir != "":
+		return usageLine(fs, s, "--session and --workdir: a session has its own workspace, give one of them")
 	}
 	o.DataDir = *dataDir
 	if err := checkWorkdir("workdir", o.Workdir); err != nil {

@@ -37,6 +37,7 @@ type runOptions struct {
 	Files           []string
 	Workdir         string
 	Out             string
+	Force           bool // with Out: replace files already there
 	Tests           bool
 	TestFile        string
 	NoVerify        bool
@@ -79,7 +80,9 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	intVar(fs, &o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, 0, 100, "failed repairs in a row before starting afresh from the task (0: never)")
 	fs.Var((*repeated)(&o.Files), "file", "copy an input file into the workspace (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
-	fs.StringVar(&o.Out, "out", "", "copy the files the program created (and the program, when it succeeded) to this directory")
+	fs.StringVar(&o.Out, "out", "", "copy the files the program created (and the program, when it succeeded) to this directory;\n"+
+		"a file already there is not replaced (see --force)")
+	fs.BoolVar(&o.Force, "force", false, "with --out: replace files already in the directory")
 	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write pytest tests first, then code until they pass")
 	fs.StringVar(&o.TestFile, "test-file", "", "pytest tests to pass (they import from solution); success means they pass")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
@@ -104,9 +107,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	o.setFlags = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.setFlags[f.Name] = true })
 	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
-		fmt.Fprintln(s.err, "codeagent run: give the task as one quoted argument, after the flags")
-		fs.Usage()
-		return exitUsage
+		return usageLine(fs, s, "give the task as one quoted argument, after the flags")
 	}
 	o.Task = fs.Arg(0)
 	if err := o.validate(fs); err != nil {
@@ -253,7 +254,12 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	}
 	defer ws.Close()
 	for _, f := range o.Files {
-		if _, err := ws.CopyIn(f, maxInputFile); err != nil {
+		if sess == nil {
+			_, err = ws.CopyIn(f, maxInputFile) // never over a file of the user's --workdir
+		} else {
+			err = updateSessionFile(ws, f, s)
+		}
+		if err != nil {
 			run.Close()
 			return nil, usageError{err}
 		}
@@ -291,8 +297,15 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 				arts = append(arts, workspace.Artifact{Path: agent.TestFileName})
 			}
 		}
-		if _, cerr := ws.CopyOut(arts, o.Out, 0); cerr != nil {
+		copyOut := ws.CopyOutNew
+		if o.Force {
+			copyOut = ws.CopyOut
+		}
+		if _, cerr := copyOut(arts, o.Out, 0); cerr != nil {
 			printErr(s.err, "copying to %s: %v", o.Out, cerr)
+			if errors.Is(cerr, workspace.ErrExists) {
+				printErr(s.err, "--force replaces files already in %s", o.Out)
+			}
 		}
 	}
 	return res, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/llm"
@@ -11,6 +12,7 @@ import (
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
+	"github.com/codeagent/codeagent/workspace"
 )
 
 // applyManifest layers the manifest (if any) under the flags: limits of the
@@ -87,7 +89,12 @@ func ensureSession(ctx context.Context, st *store.Store, dataDir, name string) (
 // checkInputs refuses --file arguments that could not be copied in, before
 // anything is recorded: CopyIn checks them again.
 func checkInputs(files []string) error {
+	seen := map[string]string{}
 	for _, f := range files {
+		if other, ok := seen[filepath.Base(f)]; ok {
+			return usagef("--file %s and --file %s have the same name in the workspace", other, f)
+		}
+		seen[filepath.Base(f)] = f
 		fi, err := os.Stat(f)
 		switch {
 		case err != nil:
@@ -97,6 +104,22 @@ func checkInputs(files []string) error {
 		case fi.Size() > maxInputFile:
 			return usagef("--file %s is larger than %s", f, sandbox.FormatSize(maxInputFile))
 		}
+	}
+	return nil
+}
+
+// updateSessionFile puts --file f into a session's workspace: a copy from
+// an earlier turn is replaced when f has changed, kept when it has not,
+// and the user is told which.
+func updateSessionFile(ws *workspace.Workspace, f string, s stdio) error {
+	name, how, err := ws.UpdateIn(f, maxInputFile)
+	switch {
+	case err != nil:
+		return err
+	case how == workspace.Replaced:
+		printErr(s.err, "--file %s: replaced the session's %s, which differed", f, name)
+	case how == workspace.Unchanged:
+		printErr(s.err, "--file %s: the session's %s is the same, kept", f, name)
 	}
 	return nil
 }

@@ -78,9 +78,9 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.KeysFile, "keys-file", "", "API keys: one name:token per line, or JSON {\"name\": \"token\"}")
 	fs.BoolVar(&o.NoToken, "no-token", false, "without API keys, make no token: then any user or program of this machine may use the\n"+
 		"server (read every session's files, run code); only for a single-user machine")
-	sizeVar(fs, &o.MaxUpload, "max-upload", boundUpload, "largest uploaded file (default 100MiB)")
+	sizeVar(fs, &o.MaxUpload, "max-upload", boundUpload, "largest uploaded file")
 	fs.IntVar(&o.MaxUploadFiles, "max-upload-files", server.DefaultMaxUploadFiles, "most files in one upload request")
-	sizeVar(fs, &o.SessionMaxBytes, "session-max-size", boundUpload, "largest total size of a session's workspace, API and MCP (default 1GiB)")
+	sizeVar(fs, &o.SessionMaxBytes, "session-max-size", boundUpload, "largest total size of a session's workspace, API and MCP")
 	fs.IntVar(&o.SessionMaxFiles, "session-max-files", server.DefaultSessionMaxFiles, "most files and directories in a session's workspace, API and MCP")
 	fs.IntVar(&o.Workers, "workers", 0, "executions at once (default 2 × CPUs)")
 	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
@@ -168,6 +168,11 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	if err != nil {
 		return err
 	}
+	lock, err := lockServe(dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
 	scfg := server.Config{DataDir: dataDir, Keys: keys, LocalToken: token, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
 		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
 		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm,
@@ -211,7 +216,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	deps.Kernels = app.NewKernels(app.KernelsConfig{Sandbox: sb, Limits: scfg.KernelLimits,
 		Max: scfg.MaxKernels, IdleTimeout: scfg.KernelIdleTimeout, Logger: logger}, execs)
 	defer deps.Kernels.Close()
-	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: version, SessionMaxBytes: o.SessionMaxBytes,
+	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: buildVersion(), SessionMaxBytes: o.SessionMaxBytes,
 		SessionMaxFiles: o.SessionMaxFiles, EgressCeiling: scfg.EgressCeiling, EgressMaxBytes: scfg.EgressMaxBytes,
 		EgressResolve: scfg.EgressResolve}, mcpserver.Deps{Sandbox: execs.Sandbox("mcp", true), Store: st,
 		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger, Kernels: deps.Kernels})
@@ -244,6 +249,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		auth = "a token made at this start, in " + tokenFile
 	}
 	base := "http://" + ln.Addr().String()
+	lock.note("pid %d, listening on %s", os.Getpid(), base)
 	fmt.Fprintf(s.err, "codeagent serve: listening on %s (%s; data in %s)\n", base, auth, dataDir)
 	if token != "" {
 		fmt.Fprintf(s.err, "codeagent serve: open %s  (programs: curl -H \"Authorization: Bearer $(cat %s)\" %s/v1/...)\n",

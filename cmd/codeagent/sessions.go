@@ -23,9 +23,12 @@ func cmdSessions(ctx context.Context, s stdio, args []string) int {
 	dir := dataDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	olderThan := fs.String("older-than", "", "with prune: remove sessions unused for this long (e.g. 7d, 36h)")
-	if len(args) == 0 {
+	switch {
+	case len(args) == 0:
+		return usageLine(fs, s, "sessions needs what to do: list, show NAME, rm NAME or prune --older-than AGE")
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
 		fs.Usage()
-		return exitUsage
+		return exitOK
 	}
 	verb, rest := args[0], args[1:]
 	// Flags may come before or after the name.

@@ -104,6 +104,9 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		return &LimitError{PerMinute: l.perMinute, Wait: r.Wait}
 	}
 	if r.Wait > 0 {
+		if notice, ok := ctx.Value(noticeKey{}).(func(time.Duration, int)); ok {
+			notice(r.Wait, l.perMinute)
+		}
 		t := time.NewTimer(r.Wait)
 		select {
 		case <-t.C:
@@ -116,6 +119,15 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+type noticeKey struct{}
+
+// WithWaitNotice returns ctx under which an execution that must wait for
+// its rate limit first calls notice with the wait and the limit, so that
+// the wait is shown rather than looking like a stall.
+func WithWaitNotice(ctx context.Context, notice func(wait time.Duration, perMinute int)) context.Context {
+	return context.WithValue(ctx, noticeKey{}, notice)
 }
 
 // Close closes the wrapped sandbox.

@@ -87,3 +87,36 @@ func TestCancelledWaitGivesBack(t *testing.T) {
 		t.Fatalf("after a cancelled wait the next token is %v away", r.Wait)
 	}
 }
+
+// nothing runs nothing and says it ran.
+type nothing struct{}
+
+func (nothing) Run(context.Context, sandbox.Spec) (sandbox.Result, error) {
+	return sandbox.Result{Status: sandbox.StatusOK}, nil
+}
+func (nothing) Close() error { return nil }
+
+// TestWaitNotice: an execution that waits for the limit first says so to
+// the notice its context carries, with the wait and the limit; one that
+// does not wait says nothing.
+func TestWaitNotice(t *testing.T) {
+	l := New(nothing{}, 600) // a burst of 600, then one every 100 ms
+	var waits []time.Duration
+	ctx := WithWaitNotice(context.Background(), func(wait time.Duration, perMinute int) {
+		if perMinute != 600 {
+			t.Errorf("notice of a limit of %d a minute, want 600", perMinute)
+		}
+		waits = append(waits, wait)
+	})
+	if _, err := l.Run(ctx, sandbox.Spec{}); err != nil || len(waits) != 0 {
+		t.Fatalf("within the burst: %v, %d notices", err, len(waits))
+	}
+	for range 599 {
+		l.bucket.Take(ctx, 0)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := l.Run(wctx, sandbox.Spec{}); err != nil || len(waits) != 1 || waits[0] <= 0 {
+		t.Fatalf("over the burst: %v, notices %v", err, waits)
+	}
+}
