@@ -109,3 +109,10 @@ func (x *Exec) wait(ctx context.Context) error {
 type unclosed struct{ sandbox.Sandbox }
 
 func (unclosed) Close() error { return nil }
+
+// WithRateWaitNotice returns ctx under which an execution that must wait
+// for its session's rate limit first tells notice the wait and the limit
+// (see ratelimit.WithWaitNotice): a door shows it instead of a stall.
+func WithRateWaitNotice(ctx context.Context, notice func(wait time.Duration, perMinute int)) context.Context {
+	return ratelimit.WithWaitNotice(ctx, notice)
+}

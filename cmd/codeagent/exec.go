@@ -155,12 +155,14 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 
 // liveOutput is where a program's live output goes: w itself, or an
 // escaping writer when w is a terminal, so that the program cannot drive
-// the terminal (clipboard writes, cursor moves, a forged verdict line).
+// the terminal (clipboard writes, cursor moves, a forged verdict line);
+// its colours and carriage returns (progress bars) pass, and its last
+// colour is reset when it ends (termtext.Program).
 func liveOutput(w io.Writer) (io.Writer, func()) {
 	if !termtext.IsTerminal(w) {
 		return w, func() {}
 	}
-	tw := termtext.NewWriter(w)
+	tw := termtext.NewProgramWriter(w)
 	return tw, func() { _ = tw.Flush() }
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
@@ -274,6 +275,10 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		run.Close()
 		return nil, err
 	}
+	// A wait for the session's rate limit is said, not a silent stall.
+	rctx = app.WithRateWaitNotice(rctx, func(wait time.Duration, perMinute int) {
+		printErr(s.err, "waiting %s: the session's rate limit of %d executions a minute", wait.Round(100*time.Millisecond), perMinute)
+	})
 	res, err := run.Agent(rctx, a, agent.Task{Workspace: ws, TestCode: testCode})
 	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil {
 		var ae *session.AuditError
@@ -400,6 +405,14 @@ func printRun(w io.Writer, res *agent.Result, o runOptions) {
 	}
 	b.WriteString("── output ──\n")
 	output := termtext.Text(res.Output)
+	if termtext.IsTerminal(w) {
+		// At a terminal the program's colours and progress bars show as
+		// it meant them; its last colour ends with its output.
+		var sgr bool
+		if output, sgr = termtext.Program(res.Output); sgr {
+			output += termtext.Reset
+		}
+	}
 	b.WriteString(output)
 	if output != "" && !strings.HasSuffix(output, "\n") {
 		b.WriteString("\n")
