@@ -20,7 +20,8 @@ type run struct {
 	ws        *workspace.Workspace
 	res       *Result
 	before    workspace.Snapshot
-	files     string // the workspace described for prompts
+	deliver   []string // files the task names that a program must write
+	files     string   // the workspace described for prompts
 	system    string
 	msgs      []llm.Message
 	tests     string // the tests deciding success, as run
@@ -58,6 +59,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.before = before
+	r.deliver = deliverables(r.task.Prompt, before)
 	r.files = r.a.redact.String(r.ws.Describe(r.exclude))
 	r.system = render("system.txt", r.systemData())
 	switch {
@@ -249,6 +251,18 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	r.learn(n, res.Stdout)
 	if ok, err := r.accept(ctx, n, code, &at); !ok || err != nil {
 		return at, false, err
+	}
+	if missing := r.missingDeliverables(); len(missing) > 0 {
+		// The task names files this program did not write: not done,
+		// whatever a verifier would say of its output.
+		at.ErrorClass = ClassIncomplete
+		d := r.feedbackData(n)
+		d["Missing"] = "the task names files the program did not write: " + strings.Join(missing, ", ")
+		d["Stdout"] = r.clip(res.Stdout)
+		d["Artifacts"] = r.artifactList()
+		r.say(render("incomplete.txt", d))
+		r.fail(n, ClassIncomplete, "ran, but missing: "+strings.Join(missing, ", "))
+		return at, false, nil
 	}
 	if !r.a.cfg.Verify || r.tests != "" {
 		return at, true, nil

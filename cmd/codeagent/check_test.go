@@ -113,7 +113,7 @@ func TestCheckUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "usage:"},
+		{nil, "check needs the files to check"},
 		{[]string{filepath.Join(dir, "missing.py")}, "no such file"},
 		{[]string{"--lang", "cobol", py}, "unknown language"},
 		{[]string{txt}, "cannot tell the language"},
