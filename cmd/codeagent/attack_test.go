@@ -29,6 +29,9 @@ func runBinary(t *testing.T, dir string, env []string, args ...string) (int, str
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, mcpBinary(t), args...)
+	if dir == "" {
+		dir = t.TempDir() // run offers its folder to programs: an empty one
+	}
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer

@@ -37,6 +37,7 @@ func commands() []command {
 		{"doctor", "show which isolation mechanisms this host offers", cmdDoctor},
 		{"check", "statically check code for unsafe constructs", cmdCheck},
 		{"sessions", "list, show, remove or prune sessions", cmdSessions},
+		{"changes", "list, show or apply the changes runs kept for their folders", cmdChanges},
 		{"log", "show or verify the audit log", cmdLog},
 		{"stats", "summarise attempts, successes and time per session", cmdStats},
 		{"eval", "measure the agent on a benchmark suite", cmdEval},

@@ -39,6 +39,10 @@ type runOptions struct {
 	Workdir         string
 	Out             string
 	Force           bool // with Out: replace files already there
+	Folder          string // the folder the run is offered (see run_folder.go); "" none
+	NoFolder        bool   // do not offer the current folder
+	Apply           bool   // apply the run's changes to the folder without asking
+	Diff            bool   // show a unified diff of the changes
 	Tests           bool
 	TestFile        string
 	NoVerify        bool
@@ -84,6 +88,9 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Out, "out", "", "copy the files the program created (and the program, when it succeeded) to this directory;\n"+
 		"a file already there is not replaced (see --force)")
 	fs.BoolVar(&o.Force, "force", false, "with --out: replace files already in the directory")
+	fs.BoolVar(&o.Apply, "apply", false, "apply the run's changes to the current folder without asking (after a success)")
+	fs.BoolVar(&o.Diff, "diff", false, "show a unified diff of the run's changes to the current folder")
+	fs.BoolVar(&o.NoFolder, "no-folder", false, "do not offer the current folder to the program: start from an empty workspace")
 	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write pytest tests first, then code until they pass")
 	fs.StringVar(&o.TestFile, "test-file", "", "pytest tests to pass (they import from solution); success means they pass")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
@@ -114,11 +121,12 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	if err := o.validate(fs); err != nil {
 		return exitCodeFor(s.err, err)
 	}
-	res, err := runRun(ctx, o, s)
+	res, fin, err := runRun(ctx, o, s)
+	defer fin.close()
 	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
 		return code
 	}
-	return runExit(s, o, res, err)
+	return runExit(s, o, res, fin, err)
 }
 
 // validate checks flag combinations.
@@ -146,6 +154,11 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 			return err
 		}
 	}
+	folder, err := folderFor(o)
+	if err != nil {
+		return err
+	}
+	o.Folder = folder
 	if o.FreshStartAfter == 0 {
 		o.FreshStartAfter = -1 // 0 on the command line means never
 	}
@@ -159,45 +172,45 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 // runRun sets up the workspace, sandbox, checker and model, runs the agent
 // and copies the artifacts out. Errors before the run are usage errors
 // where the user can fix them.
-func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
+func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin *folderFinish, err error) {
 	m, policy, err := o.applyManifest()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	network, err := o.Net.network(m)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if network != nil {
 		policy = policy.WithNetwork() // the proxy decides the hosts; HTTP clients may be used
 	}
 	cfg, err := o.Provider.resolve(o.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dataDir, err := resolveDataDir(o.DataDir, o.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st, err := openStore(ctx, dataDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer st.Close()
 	sess, err := ensureSession(ctx, st, dataDir, o.Session)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var testCode string
 	if o.TestFile != "" {
 		b, err := readSmallFile(o.TestFile, maxTestFile)
 		if err != nil {
-			return nil, usagef("--test-file: %w", err)
+			return nil, nil, usagef("--test-file: %w", err)
 		}
 		testCode = string(b)
 	}
 	if err := checkInputs(o.Files); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	logger := newLogger(s.err)
 	backend := o.Backend
@@ -207,10 +220,10 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	// A run executes several programs: keep sandboxes started ahead.
 	sb, err := openBackend(backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger}))
 	if errors.Is(err, backends.ErrUnknown) {
-		return nil, usageError{err}
+		return nil, nil, usageError{err}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer sb.Close()
 	perMinute := 0
@@ -219,12 +232,12 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 	}
 	checker, err := safety.New(policy)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer checker.Close()
 	obs, closeEvents, err := runObservers(ctx, o, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer closeEvents()
 	// One checker: the policy is this run's, with or without a network.
@@ -241,19 +254,28 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
 		Sandbox: sb, PerMinute: perMinute, Observer: obs})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ws *workspace.Workspace
+	var folder *workspace.Folder
+	if o.Folder != "" {
+		folder = offerFolder(o.Folder, s)
+	}
 	if sess != nil {
 		ws, err = openSessionWorkspace(dataDir, sess.Name)
 	} else {
 		ws, err = workspace.New(o.Workdir)
 	}
+	if err == nil && folder != nil {
+		if err = folder.Seed(ws); err != nil {
+			ws.Close()
+		}
+	}
 	if err != nil {
 		run.Close()
-		return nil, usageError{err}
+		return nil, nil, usageError{err}
 	}
-	defer ws.Close()
+	fin = &folderFinish{f: folder, ws: ws, dataDir: dataDir}
 	for _, f := range o.Files {
 		if sess == nil {
 			_, err = ws.CopyIn(f, maxInputFile) // never over a file of the user's --workdir
@@ -262,24 +284,24 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 		}
 		if err != nil {
 			run.Close()
-			return nil, usageError{err}
+			return nil, fin, usageError{err}
 		}
 	}
 	a, err := run.NewAgent()
 	if err != nil {
 		run.Close()
-		return nil, usageError{err}
+		return nil, fin, usageError{err}
 	}
 	rctx, err := run.Begin(ctx)
 	if err != nil {
 		run.Close()
-		return nil, err
+		return nil, fin, err
 	}
 	// A wait for the session's rate limit is said, not a silent stall.
 	rctx = app.WithRateWaitNotice(rctx, func(wait time.Duration, perMinute int) {
 		printErr(s.err, "waiting %s: the session's rate limit of %d executions a minute", wait.Round(100*time.Millisecond), perMinute)
 	})
-	res, err := run.Agent(rctx, a, agent.Task{Workspace: ws, TestCode: testCode})
+	res, err = run.Agent(rctx, a, agent.Task{Workspace: ws, TestCode: testCode})
 	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil {
 		var ae *session.AuditError
 		if errors.As(ferr, &ae) {
@@ -313,7 +335,10 @@ func runRun(ctx context.Context, o runOptions, s stdio) (*agent.Result, error) {
 			}
 		}
 	}
-	return res, err
+	if o.Out == "" && folder == nil && ws.Temporary() && len(res.Artifacts) > 0 && !o.JSON {
+		printErr(s.err, "the files the program wrote were in a temporary workspace, removed with it: --out DIR copies them out")
+	}
+	return res, fin, err
 }
 
 // runObservers builds the progress renderer and the event writer.
@@ -367,18 +392,28 @@ func readSmallFile(name string, max int64) ([]byte, error) {
 }
 
 // runExit prints the outcome and returns the exit status.
-func runExit(s stdio, o runOptions, res *agent.Result, err error) int {
+func runExit(s stdio, o runOptions, res *agent.Result, fin *folderFinish, err error) int {
 	if res == nil {
 		return exitCodeFor(s.err, err)
+	}
+	if !o.JSON && o.Events != "-" {
+		printRun(s.out, res, o)
+	}
+	// The folder's changes come after the outcome they belong to.
+	folder, ferr := fin.finish(o, s, res)
+	if ferr != nil {
+		err = errors.Join(err, ferr)
 	}
 	if o.JSON {
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
-		if eerr := enc.Encode(res); eerr != nil && err == nil {
+		out := struct {
+			*agent.Result
+			Folder *folderOutcome `json:"folder,omitempty"`
+		}{res, folder}
+		if eerr := enc.Encode(out); eerr != nil && err == nil {
 			err = eerr
 		}
-	} else if o.Events != "-" {
-		printRun(s.out, res, o)
 	}
 	switch {
 	case err != nil:

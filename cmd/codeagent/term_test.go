@@ -63,6 +63,7 @@ func runOnPTY(t *testing.T, args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, mcpBinary(t), args...)
+	cmd.Dir = t.TempDir()
 	cmd.Stdout, cmd.Stderr = s, s
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

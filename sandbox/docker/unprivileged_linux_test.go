@@ -174,7 +174,7 @@ func asNobody(t *testing.T, name string) {
 	}
 	out, err := sandboxtest.AsUser(t, 65534, int(gid), "^"+name+"$", 10*time.Minute, env...)
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
-		t.Fatalf("as nobody: %v\n%s", err, out)
+		t.Fatalf("as nobody: %v\n%s\nthe whole output:\n%s", err, sandboxtest.FailureSummary(out), out)
 	}
 	t.Logf("as nobody:\n%s", out)
 }

@@ -57,7 +57,7 @@ print(open('/code/lib/data.txt').read(), oct(os.stat('/code/lib/data.txt').st_mo
 	if os.Geteuid() == 0 && os.Getenv(asUserEnv) == "" {
 		out, err := sandboxtest.AsUser(t, unprivilegedUID, unprivilegedUID, "^TestFilesReadOnly$", 2*time.Minute, asUserEnv+"=1")
 		if err != nil {
-			t.Fatalf("as uid %d: %v\n%s", unprivilegedUID, err, out)
+			t.Fatalf("as uid %d: %v\n%s\nthe whole output:\n%s", unprivilegedUID, err, sandboxtest.FailureSummary(out), out)
 		}
 		t.Logf("as uid %d:\n%s", unprivilegedUID, out)
 	}

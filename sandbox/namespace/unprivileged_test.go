@@ -40,7 +40,7 @@ func TestConformanceUnprivileged(t *testing.T) {
 	}
 	out, err := sandboxtest.AsUser(t, unprivilegedUID, unprivilegedUID, run, 10*time.Minute, asUserEnv+"=1")
 	if err != nil {
-		t.Fatalf("the suite as uid %d failed: %v\n%s", unprivilegedUID, err, out)
+		t.Fatalf("the suite as uid %d failed: %v\n%s\nthe whole output:\n%s", unprivilegedUID, err, sandboxtest.FailureSummary(out), out)
 	}
 	t.Logf("as uid %d:\n%s", unprivilegedUID, out)
 }

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/termtext"
+	"github.com/codeagent/codeagent/workspace"
+)
+
+// A run started without --workdir, --session or --file works on a copy of
+// the folder it is started in: the program reads the folder's files in
+// place, and what it writes is shown at the end and applied to the folder
+// only when the user says so (--apply, or yes at the prompt). Otherwise
+// the changes are kept in the data directory for `codeagent changes apply`.
+
+// folderOutcome is what happened to the folder, in --json as "folder".
+type folderOutcome struct {
+	Dir     string              `json:"dir"`
+	Changes []workspace.Change  `json:"changes"`
+	Skipped []workspace.Skipped `json:"skipped,omitempty"`
+	Applied bool                `json:"applied"`
+	Refused []workspace.Skipped `json:"refused,omitempty"`
+	Kept    string              `json:"kept,omitempty"` // the ID of the kept changes
+}
+
+// offerFolder scans the folder the run is started in. A folder that cannot
+// be offered (a system or home directory, too large, unreadable) is said
+// on stderr and the run starts from an empty workspace instead.
+func offerFolder(dir string, s stdio) *workspace.Folder {
+	notOffered := func(why error) *workspace.Folder {
+		printErr(s.err, "the current folder is not offered to the program: %v; give files with --file or a folder with --workdir", why)
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return notOffered(err)
+	}
+	if err := workspace.CheckWorkdir(real); err != nil {
+		return notOffered(err)
+	}
+	f, err := workspace.ScanFolder(real, workspace.DefaultFolderLimits())
+	if err != nil {
+		return notOffered(err)
+	}
+	return f
+}
+
+// finishFolder lists the run's changes to the folder and applies them
+// (--apply after a success, or yes at the terminal), or keeps them.
+func finishFolder(o runOptions, s stdio, dataDir string, f *workspace.Folder, ws *workspace.Workspace, res *agent.Result) (*folderOutcome, error) {
+	out := &folderOutcome{Dir: f.Dir}
+	var err error
+	out.Changes, out.Skipped, err = f.FolderChanges(ws, workspace.Limits{})
+	if out.Changes == nil {
+		out.Changes = []workspace.Change{}
+	}
+	if err != nil {
+		return out, fmt.Errorf("changes to %s: %w", f.Dir, err)
+	}
+	human := !o.JSON && o.Events != "-"
+	if human {
+		printChanges(s.out, out)
+		if o.Diff && len(out.Changes) > 0 {
+			diff, err := workspace.Diff(f.Dir, ws.Dir, out.Changes)
+			if err != nil {
+				return out, err
+			}
+			io.WriteString(s.out, termtext.Text(diff))
+		}
+	}
+	if len(out.Changes) == 0 {
+		return out, nil
+	}
+	apply := o.Apply && res.Success
+	if !o.Apply && human && termtext.IsTerminal(s.in) && termtext.IsTerminal(s.err) {
+		apply = askApply(s, out, f, ws)
+	}
+	if apply {
+		var refused []workspace.Skipped
+		_, refused, err = workspace.Apply(f.Dir, ws.Dir, f.Files, out.Changes)
+		if err != nil {
+			return out, err
+		}
+		out.Applied, out.Refused = true, refused
+		for _, r := range refused {
+			printErr(s.err, "not applied: %s: %s", termtext.Name(r.Path), r.Reason)
+		}
+		if len(refused) == 0 {
+			return out, nil
+		}
+		// What was refused is kept, not lost.
+		out.Changes = refusedOnly(out.Changes, refused)
+	}
+	k, err := workspace.Keep(dataDir, f, ws, o.Task, out.Changes)
+	if err != nil {
+		return out, err
+	}
+	out.Kept = k.ID
+	why := "the folder is unchanged"
+	switch {
+	case out.Applied:
+		why = "the changes not applied"
+	case o.Apply:
+		why = "the run failed, so --apply did not apply its changes"
+	}
+	printErr(s.err, "%s; they are kept: 'codeagent changes diff %s', 'codeagent changes apply %s'", why, k.ID, k.ID)
+	return out, nil
+}
+
+func refusedOnly(changes []workspace.Change, refused []workspace.Skipped) []workspace.Change {
+	r := map[string]bool{}
+	for _, x := range refused {
+		r[x.Path] = true
+	}
+	var out []workspace.Change
+	for _, c := range changes {
+		if r[c.Path] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// printChanges lists the changes with their sizes.
+func printChanges(w io.Writer, out *folderOutcome) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "── changes to %s ──\n", termtext.Name(out.Dir))
+	if len(out.Changes) == 0 {
+		b.WriteString("(none)\n")
+	}
+	for _, c := range out.Changes {
+		fmt.Fprintf(&b, "%-8s %s (%s)\n", c.Kind, termtext.Name(c.Path), sandbox.FormatSize(c.Size))
+	}
+	for _, sk := range out.Skipped {
+		fmt.Fprintf(&b, "skipped  %s: %s\n", termtext.Name(sk.Path), termtext.Name(sk.Reason))
+	}
+	io.WriteString(w, b.String())
+}
+
+// askApply asks at the terminal whether to apply the changes; d shows the
+// diff first.
+func askApply(s stdio, out *folderOutcome, f *workspace.Folder, ws *workspace.Workspace) bool {
+	in := bufio.NewReader(s.in)
+	for {
+		fmt.Fprintf(s.err, "Apply these %d change(s) to %s? [y/N/d=diff] ", len(out.Changes), termtext.Name(out.Dir))
+		line, err := in.ReadString('\n')
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return true
+		case "d", "diff":
+			diff, derr := workspace.Diff(f.Dir, ws.Dir, out.Changes)
+			if derr != nil {
+				printErr(s.err, "%v", derr)
+			}
+			io.WriteString(s.err, termtext.Text(diff))
+			if err == nil {
+				continue
+			}
+		}
+		return false
+	}
+}
+
+// folderFor is the folder a run is offered: the current directory unless
+// the run has its own workspace (--workdir, --session), its own inputs
+// (--file) or --no-folder.
+func folderFor(o *runOptions) (string, error) {
+	if o.Workdir != "" || o.Session != "" || len(o.Files) > 0 || o.NoFolder {
+		if o.Apply || o.Diff {
+			return "", usagef("--apply and --diff are for a run in the current folder: not with --workdir, --session, --file or --no-folder")
+		}
+		return "", nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", errors.New("the current folder: " + err.Error())
+	}
+	return dir, nil
+}
+
+// folderFinish is what a run leaves for its end: the folder it was offered
+// (nil: none) and its workspace, closed by close.
+type folderFinish struct {
+	f       *workspace.Folder
+	ws      *workspace.Workspace
+	dataDir string
+}
+
+// finish lists, applies or keeps the changes (see finishFolder).
+func (fin *folderFinish) finish(o runOptions, s stdio, res *agent.Result) (*folderOutcome, error) {
+	if fin == nil || fin.f == nil {
+		return nil, nil
+	}
+	return finishFolder(o, s, fin.dataDir, fin.f, fin.ws, res)
+}
+
+func (fin *folderFinish) close() {
+	if fin != nil && fin.ws != nil {
+		fin.ws.Close()
+	}
+}

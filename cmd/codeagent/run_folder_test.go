@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// folderProgram is what the scripted model answers for a task in a
+// folder: it reads sales.csv in place, writes a report, appends to the
+// user's notes and removes old.txt.
+const folderProgram = `import csv
+from pathlib import Path
+rows = list(csv.DictReader(open("sales.csv")))
+total = sum(int(r["units"]) * float(r["unit_price"]) for r in rows)
+open("report.txt", "w").write(f"total {total:.2f}\n")
+open("notes.txt", "a").write("checked\n")
+Path("old.txt").unlink()
+print("done")
+`
+
+// userFolder is a project folder as a user has it, with the current
+// directory of the run in it.
+func userFolder(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, data := range map[string]string{"sales.csv": runSalesCSV, "notes.txt": "todo\n", "old.txt": "old\n",
+		"sub/keep.txt": "keep\n", ".git/HEAD": "ref: refs/heads/main\n"} {
+		p := filepath.Join(dir, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// treeLook is everything a user would notice of a folder: each entry's
+// owner, mode, size, modification time and contents, and the folder's
+// own attributes.
+func treeLook(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s %d:%d %v %d %d", rel, st.Uid, st.Gid, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		if fi.Mode().IsRegular() {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, " %q", data)
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = unix.Lgetxattr(dir, "trusted.codeagent.workspace", nil)
+	fmt.Fprintf(&b, "marked: %v\n", err == nil)
+	return b.String()
+}
+
+var keptRE = regexp.MustCompile(`codeagent changes apply ([0-9]{8}-[0-9]{6}-[0-9a-f]{6})`)
+
+// Without a terminal and without --apply, a run in a folder reads its
+// files in place and leaves it exactly as it was; its changes are listed
+// and kept, and `changes apply` brings them later, refusing a file the
+// user changed meanwhile.
+func TestRunInFolderKeepsChangesUntilApplied(t *testing.T) {
+	dir := userFolder(t)
+	data := t.TempDir()
+	before := treeLook(t, dir)
+	_, flags := modelServer(t, pyAnswer(folderProgram))
+	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", data}, flags...),
+		"--no-verify", "--diff", "Sum the revenue in sales.csv into report.txt")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if after := treeLook(t, dir); after != before {
+		t.Fatalf("the folder changed without being told:\nbefore:\n%safter:\n%s", before, after)
+	}
+	for _, want := range []string{"── changes to " + dir, "added    report.txt", "modified notes.txt", "deleted  old.txt",
+		"+total 245.50", "+checked"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "sub/keep.txt") || strings.Contains(stdout, "sales.csv (") {
+		t.Errorf("unchanged files listed as changes:\n%s", stdout)
+	}
+	m := keptRE.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no command to apply the kept changes:\n%s", stderr)
+	}
+	id := m[1]
+	code, stdout, stderr = runBinary(t, "", nil, "changes", "list", "--data-dir", data)
+	if code != 0 || !strings.Contains(stdout, id) || !strings.Contains(stdout, dir) {
+		t.Errorf("changes list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// The user goes on working: notes.txt changes in the folder.
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("todo\nmine\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runBinary(t, "", nil, "changes", "apply", "--data-dir", data, id)
+	if code != 1 || !strings.Contains(stderr, "not applied: notes.txt: it changed in the folder since the run started") {
+		t.Errorf("changes apply: exit %d, want 1 naming notes.txt\n%s%s", code, stdout, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "todo\nmine\n" {
+		t.Errorf("the user's notes.txt was overwritten: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != "total 245.50\n" {
+		t.Errorf("report.txt = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "old.txt")); err == nil {
+		t.Error("old.txt was not removed")
+	}
+	// What was refused stays kept, alone.
+	code, stdout, _ = runBinary(t, "", nil, "changes", "diff", "--data-dir", data, id)
+	if code != 0 || !strings.Contains(stdout, "modified notes.txt") || strings.Contains(stdout, "report.txt") {
+		t.Errorf("changes diff after a partial apply: exit %d\n%s", code, stdout)
+	}
+	if code, _, stderr = runBinary(t, "", nil, "changes", "apply", "--data-dir", data, "../../etc"); code != 2 {
+		t.Errorf("an ID that is a path: exit %d\n%s", code, stderr)
+	}
+}
+
+// --apply applies a successful run's changes, and --json says what
+// happened to the folder.
+func TestRunInFolderApply(t *testing.T) {
+	dir := userFolder(t)
+	_, flags := modelServer(t, pyAnswer(folderProgram))
+	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", t.TempDir(), "--json", "--apply"}, flags...),
+		"--no-verify", "Sum the revenue in sales.csv into report.txt")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var res struct {
+		Success bool
+		Folder  struct {
+			Dir     string
+			Applied bool
+			Changes []struct{ Path, Kind string }
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if !res.Success || !res.Folder.Applied || res.Folder.Dir != dir || len(res.Folder.Changes) != 4 {
+		t.Errorf("--json folder = %+v", res.Folder)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "todo\nchecked\n" {
+		t.Errorf("notes.txt = %q", b)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "notes.txt")); fi.Mode().Perm() != 0o640 {
+		t.Errorf("notes.txt's mode changed to %v", fi.Mode().Perm())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "solution.py")); err != nil {
+		t.Errorf("the program was not applied with its output: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".git/HEAD")); string(b) != "ref: refs/heads/main\n" {
+		t.Errorf(".git changed: %q", b)
+	}
+}
+
+// At a terminal, the run asks; "d" shows the diff, "y" applies.
+func TestRunInFolderAsksAtATerminal(t *testing.T) {
+	dir := userFolder(t)
+	_, flags := modelServer(t, pyAnswer(folderProgram))
+	m, s := openPTY(t)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mcpBinary(t), append(append([]string{"run", "--data-dir", t.TempDir()}, flags...),
+		"--no-verify", "Sum the revenue in sales.csv into report.txt")...)
+	cmd.Dir = dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s, s, s
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var out strings.Builder
+	prompts := make(chan struct{}, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := m.Read(buf)
+			out.Write(buf[:n])
+			if strings.Count(out.String(), "? [y/N/d=diff]") > len(prompts) {
+				prompts <- struct{}{}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for _, answer := range []string{"d\n", "y\n"} {
+		select {
+		case <-prompts:
+		case <-ctx.Done():
+			t.Fatalf("no prompt:\n%s", out.String())
+		}
+		io.WriteString(m, answer)
+	}
+	cmd.Wait()
+	<-done
+	if cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("exit %d\n%s", cmd.ProcessState.ExitCode(), out.String())
+	}
+	if !strings.Contains(out.String(), "+total 245.50") {
+		t.Errorf("d did not show the diff:\n%s", out.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != "total 245.50\n" {
+		t.Errorf("y did not apply: report.txt = %q\n%s", b, out.String())
+	}
+}
+
+// A folder too large to offer is said, and the run goes on without it.
+func TestRunInFolderTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "huge.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(1<<30 + 1) // sparse
+	f.Close()
+	_, flags := modelServer(t, pyAnswer("from pathlib import Path\nprint(sorted(p.name for p in Path('.').iterdir()))\n"))
+	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", t.TempDir()}, flags...),
+		"--no-verify", "list the files")...)
+	if code != 0 || !strings.Contains(stderr, "the current folder is not offered to the program") ||
+		!strings.Contains(stderr, "--file") || strings.Contains(stdout, "huge.bin") {
+		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}

@@ -1,0 +1,373 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// A folder is the user's directory a run starts in (`codeagent run` in a
+// project). The run never writes to it: ScanFolder records what it holds,
+// Seed gives the run's own workspace the same files, and at the end
+// FolderChanges says what the run added, modified or deleted, which Apply
+// brings to the folder only when the user says so, refusing any file that
+// changed in the folder meanwhile.
+//
+// The folder's .git is offered to programs but never changed: changes
+// below it are listed as skipped, not applied.
+
+// FolderLimits bound what a folder may hold to be offered to a run.
+type FolderLimits struct {
+	MaxEntries int   // files and directories
+	MaxBytes   int64 // total size of the files
+}
+
+// DefaultFolderLimits: 10 000 entries, 1 GiB.
+func DefaultFolderLimits() FolderLimits {
+	return FolderLimits{MaxEntries: 10000, MaxBytes: 1 << 30}
+}
+
+// ErrFolderTooLarge is a folder over its FolderLimits.
+var ErrFolderTooLarge = errors.New("too large to offer to a run")
+
+// FolderFile is what a folder held at one path when the run started: the
+// identity of the file, so that a later change of it is seen.
+type FolderFile struct {
+	Size  int64       `json:"size"`
+	Mode  fs.FileMode `json:"mode"`
+	MTime int64       `json:"mtime_ns"`
+	CTime int64       `json:"ctime_ns"`
+	Ino   uint64      `json:"ino"`
+	Dev   uint64      `json:"dev"`
+}
+
+// same reports whether the file is still the one recorded.
+func (f FolderFile) same(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == f.Size && st.Ino == f.Ino &&
+		uint64(st.Dev) == f.Dev && st.Mtim.Nano() == f.MTime && st.Ctim.Nano() == f.CTime
+}
+
+// Folder is a scanned folder.
+type Folder struct {
+	Dir   string                // absolute path
+	Files map[string]FolderFile // regular files by slash-separated path
+	Dirs  []string              // directories, parents first
+	// Skipped are entries not offered (links, devices, other mounts).
+	Skipped []Skipped
+	Bytes   int64
+}
+
+// folderNoise are directories neither offered nor compared: the caches
+// interpreters leave (see noise), which a program remakes.
+var folderNoise = map[string]bool{"__pycache__": true, ".pytest_cache": true}
+
+// ScanFolder records the regular files and directories of dir without
+// following any link and without entering another file system mounted
+// below it. A folder over lim is an error wrapping ErrFolderTooLarge.
+func ScanFolder(dir string, lim FolderLimits) (*Folder, error) {
+	d, err := sandbox.OpenWorkspace(dir)
+	if err != nil {
+		return nil, fmt.Errorf("folder %s: %w", dir, err)
+	}
+	defer d.Close()
+	f := &Folder{Dir: d.Name(), Files: map[string]FolderFile{}}
+	w, err := walkTree(d, func(rel string, st *unix.Stat_t) error {
+		if len(f.Files)+len(f.Dirs) >= lim.MaxEntries {
+			return fmt.Errorf("folder %s holds more than %d entries: %w", dir, lim.MaxEntries, ErrFolderTooLarge)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			f.Dirs = append(f.Dirs, rel)
+			return nil
+		}
+		f.Bytes += st.Size
+		if f.Bytes > lim.MaxBytes {
+			return fmt.Errorf("folder %s holds more than %s: %w", dir, sandbox.FormatSize(lim.MaxBytes), ErrFolderTooLarge)
+		}
+		f.Files[rel] = FolderFile{Size: st.Size, Mode: fs.FileMode(st.Mode & 0o7777), MTime: st.Mtim.Nano(),
+			CTime: st.Ctim.Nano(), Ino: st.Ino, Dev: uint64(st.Dev)}
+		return nil
+	})
+	f.Skipped = w
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// walkTree visits the directories (parents first) and regular files
+// beneath d, by descriptor, following no link and staying on d's mount;
+// what it does not visit is returned with the reason. An error of visit
+// stops the walk.
+func walkTree(d *os.File, visit func(rel string, st *unix.Stat_t) error) ([]Skipped, error) {
+	var skipped []Skipped
+	var rootSt unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &rootSt); err != nil {
+		return nil, err
+	}
+	var walk func(fd int, prefix string) error
+	walk = func(fd int, prefix string) error {
+		dir := os.NewFile(uintptr(fd), prefix)
+		defer dir.Close()
+		names, err := dir.Readdirnames(-1)
+		if err != nil {
+			skipped = append(skipped, Skipped{strings.TrimSuffix(prefix, "/"), "unreadable: " + err.Error()})
+			return nil
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			rel := prefix + name
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				continue // gone meanwhile
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFREG:
+				if err := visit(rel, &st); err != nil {
+					return err
+				}
+			case unix.S_IFDIR:
+				if folderNoise[name] {
+					continue
+				}
+				if st.Dev != rootSt.Dev {
+					skipped = append(skipped, Skipped{rel, skippedMount})
+					continue
+				}
+				if err := visit(rel, &st); err != nil {
+					return err
+				}
+				sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					skipped = append(skipped, Skipped{rel, "unreadable: " + err.Error()})
+					continue
+				}
+				if err := walk(sub, rel+"/"); err != nil {
+					return err
+				}
+			case unix.S_IFLNK:
+				skipped = append(skipped, Skipped{rel, "symbolic link"})
+			default:
+				skipped = append(skipped, Skipped{rel, "not a regular file"})
+			}
+		}
+		return nil
+	}
+	fd, err := unix.Openat(int(d.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return skipped, walk(fd, "")
+}
+
+// Seed copies the folder's directories and files into the workspace w,
+// which must not hold any of them yet. Modes keep only the permission
+// bits a file of a workspace may have (0755 or 0644); times are kept, so
+// that tools that look at them (make) see the folder's.
+func (f *Folder) Seed(w *Workspace) error {
+	src, err := sandbox.OpenWorkspace(f.Dir)
+	if err != nil {
+		return fmt.Errorf("folder: %w", err)
+	}
+	defer src.Close()
+	dst, err := sandbox.OpenWorkspace(w.Dir)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	defer dst.Close()
+	for _, rel := range f.Dirs {
+		dfd, err := mkdirAt(dst, rel, 0o755)
+		if err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		dfd.Close()
+	}
+	paths := f.paths()
+	for _, rel := range paths {
+		if err := seedOne(src, dst, rel, f.Files[rel]); err != nil {
+			return fmt.Errorf("copy %s from the folder: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+func (f *Folder) paths() []string {
+	paths := make([]string, 0, len(f.Files))
+	for p := range f.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	return paths
+}
+
+// seedOne copies one file, checking that it is still the one scanned.
+func seedOne(src, dst *os.File, rel string, want FolderFile) error {
+	in, _, err := openRegular(src, rel)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(in.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Ino != want.Ino {
+		return fmt.Errorf("replaced while the run started")
+	}
+	mode := os.FileMode(0o644)
+	if want.Mode&0o111 != 0 {
+		mode = 0o755
+	}
+	out, err := openBeneath(dst, rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode, false)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	mt := time.Unix(0, want.MTime)
+	_ = unix.Futimes(int(out.Fd()), []unix.Timeval{unix.NsecToTimeval(time.Now().UnixNano()), unix.NsecToTimeval(mt.UnixNano())})
+	return out.Close()
+}
+
+// Change is one difference between the workspace after a run and the
+// folder it started from.
+type Change struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"` // "added", "modified" or "deleted"
+	Size int64  `json:"size"` // the new size; the old one for deleted
+}
+
+// The kinds of Change.
+const (
+	ChangeAdded    = "added"
+	ChangeModified = "modified"
+	ChangeDeleted  = "deleted"
+)
+
+// isGit reports whether rel is in the folder's .git, which is never changed.
+func isGit(rel string) bool { return rel == ".git" || strings.HasPrefix(rel, ".git/") }
+
+// FolderChanges compares the workspace w, seeded from f, with what f held
+// when it was scanned: files added, modified (contents differ) and deleted,
+// sorted by path. Changes below .git, links and special files the program
+// made are in skipped, never in the changes. At most lim.MaxEntries entries
+// of w are walked.
+func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skipped []Skipped, err error) {
+	lim = lim.withDefaults()
+	ws, err := sandbox.OpenWorkspace(w.Dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
+	defer ws.Close()
+	src, err := sandbox.OpenWorkspace(f.Dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("folder: %w", err)
+	}
+	defer src.Close()
+	seen := map[string]bool{}
+	n := 0
+	wskipped, err := walkTree(ws, func(rel string, st *unix.Stat_t) error {
+		if n++; n > lim.MaxEntries {
+			return fmt.Errorf("the workspace holds more than %d entries: changes not listed", lim.MaxEntries)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return nil
+		}
+		seen[rel] = true
+		old, had := f.Files[rel]
+		kind := ChangeAdded
+		if had {
+			same, err := sameContents(ws, src, rel, st.Size, old.Size)
+			if err != nil {
+				return fmt.Errorf("compare %s: %w", rel, err)
+			}
+			if same {
+				return nil
+			}
+			kind = ChangeModified
+		}
+		if isGit(rel) {
+			skipped = append(skipped, Skipped{rel, "the folder's .git is read-only to runs"})
+			return nil
+		}
+		changes = append(changes, Change{Path: rel, Kind: kind, Size: st.Size})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range wskipped {
+		if _, had := f.Files[s.Path]; !had {
+			skipped = append(skipped, s)
+		}
+	}
+	for _, rel := range f.paths() {
+		if seen[rel] {
+			continue
+		}
+		if isGit(rel) {
+			skipped = append(skipped, Skipped{rel, "the folder's .git is read-only to runs"})
+			continue
+		}
+		changes = append(changes, Change{Path: rel, Kind: ChangeDeleted, Size: f.Files[rel].Size})
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+	return changes, skipped, nil
+}
+
+// sameContents compares rel in the directories a and b byte by byte.
+func sameContents(a, b *os.File, rel string, sizeA, sizeB int64) (bool, error) {
+	if sizeA != sizeB {
+		return false, nil
+	}
+	fa, _, err := openRegular(a, rel)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, _, err := openRegular(b, rel)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	return equalReaders(fa, fb)
+}
+
+func equalReaders(a, b io.Reader) (bool, error) {
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, ea := io.ReadFull(a, ba)
+		nb, eb := io.ReadFull(b, bb)
+		if na != nb || string(ba[:na]) != string(bb[:nb]) {
+			return false, nil
+		}
+		if ea == io.EOF || ea == io.ErrUnexpectedEOF {
+			return eb == io.EOF || eb == io.ErrUnexpectedEOF, nil
+		}
+		if ea != nil {
+			return false, ea
+		}
+		if eb != nil {
+			return false, eb
+		}
+	}
+}
+
+// dirOf is the parent of rel, "" at the top.
+func dirOf(rel string) string {
+	if d := path.Dir(rel); d != "." {
+		return d
+	}
+	return ""
+}

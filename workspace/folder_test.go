@@ -1,0 +1,227 @@
+package workspace
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// project makes a folder as a user has it.
+func project(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(rel, data string, mode os.FileMode) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("sales.csv", "month,revenue\njan,10\n", 0o640)
+	write("notes/todo.txt", "one\ntwo\n", 0o644)
+	write("run.sh", "#!/bin/sh\n", 0o755)
+	write("old.txt", "remove me\n", 0o644)
+	write(".git/HEAD", "ref: refs/heads/main\n", 0o644)
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func seeded(t *testing.T, dir string) (*Folder, *Workspace) {
+	t.Helper()
+	f, err := ScanFolder(dir, DefaultFolderLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := NewTemp(t.TempDir(), "ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	if err := f.Seed(ws); err != nil {
+		t.Fatal(err)
+	}
+	return f, ws
+}
+
+func TestFolderSeedAndChanges(t *testing.T) {
+	dir := project(t)
+	f, ws := seeded(t, dir)
+	if got, _ := os.ReadFile(filepath.Join(ws.Dir, "notes/todo.txt")); string(got) != "one\ntwo\n" {
+		t.Fatalf("seeded todo.txt = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(ws.Dir, "passwd")); err == nil {
+		t.Error("a link of the folder was offered to the run")
+	}
+	if fi, err := os.Stat(filepath.Join(ws.Dir, "run.sh")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("run.sh in the workspace: %v %v", fi, err)
+	}
+	// The program's work: a report, a changed CSV, a removed file, and a
+	// change to .git, which is never applied.
+	os.WriteFile(filepath.Join(ws.Dir, "report.txt"), []byte("total 10\n"), 0o644)
+	os.WriteFile(filepath.Join(ws.Dir, "sales.csv"), []byte("month,revenue\njan,11\n"), 0o644)
+	os.Remove(filepath.Join(ws.Dir, "old.txt"))
+	os.WriteFile(filepath.Join(ws.Dir, ".git/HEAD"), []byte("ref: refs/heads/evil\n"), 0o644)
+	changes, skipped, err := f.FolderChanges(ws, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "old.txt deleted 10|report.txt added 9|sales.csv modified 21|"
+	var got strings.Builder
+	for _, c := range changes {
+		got.WriteString(c.Path + " " + c.Kind + " " + strconv.FormatInt(c.Size, 10) + "|")
+	}
+	if got.String() != want {
+		t.Errorf("changes = %s, want %s", got.String(), want)
+	}
+	if len(skipped) != 1 || skipped[0].Path != ".git/HEAD" {
+		t.Errorf("skipped = %v, want .git/HEAD", skipped)
+	}
+	diff, err := Diff(dir, ws.Dir, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"--- a/sales.csv", "+++ b/sales.csv", "-jan,10", "+jan,11", "+++ b/report.txt", "-remove me"} {
+		if !strings.Contains(diff, s) {
+			t.Errorf("diff lacks %q:\n%s", s, diff)
+		}
+	}
+}
+
+func TestFolderApply(t *testing.T) {
+	dir := project(t)
+	f, ws := seeded(t, dir)
+	os.WriteFile(filepath.Join(ws.Dir, "report.txt"), []byte("total 10\n"), 0o644)
+	os.WriteFile(filepath.Join(ws.Dir, "sales.csv"), []byte("month,revenue\njan,11\n"), 0o644)
+	os.WriteFile(filepath.Join(ws.Dir, "notes/todo.txt"), []byte("done\n"), 0o644)
+	os.MkdirAll(filepath.Join(ws.Dir, "out/plots"), 0o755)
+	os.WriteFile(filepath.Join(ws.Dir, "out/plots/a.png"), []byte("\x89PNG"), 0o644)
+	os.Remove(filepath.Join(ws.Dir, "old.txt"))
+	changes, _, err := f.FolderChanges(ws, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile the user edits todo.txt in the folder: that edit is kept.
+	if err := os.WriteFile(filepath.Join(dir, "notes/todo.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applied, refused, err := Apply(dir, ws.Dir, f.Files, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != 4 || len(refused) != 1 || refused[0].Path != "notes/todo.txt" {
+		t.Fatalf("applied %v, refused %v", applied, refused)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "notes/todo.txt")); string(got) != "one\ntwo\nthree\n" {
+		t.Errorf("the user's edit was overwritten: %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "sales.csv")); string(got) != "month,revenue\njan,11\n" {
+		t.Errorf("sales.csv = %q", got)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "sales.csv")); fi.Mode().Perm() != 0o640 {
+		t.Errorf("sales.csv mode %v, want the user's 0640", fi.Mode().Perm())
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "out/plots/a.png")); string(got) != "\x89PNG" {
+		t.Errorf("a.png = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "old.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("old.txt not deleted: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "passwd")); err != nil {
+		t.Errorf("the user's link went: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".codeagent-apply-*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	// A second apply of the same changes refuses them all: the folder is
+	// no longer what the run started from.
+	applied, refused, _ = Apply(dir, ws.Dir, f.Files, changes)
+	if len(applied) != 0 || len(refused) != len(changes) {
+		t.Errorf("second apply: applied %v refused %v", applied, refused)
+	}
+}
+
+// A file the user created under a name the run also created is not
+// replaced, nor is a link followed on the way to a change.
+func TestFolderApplyRefusesAppearedAndLinks(t *testing.T) {
+	dir := project(t)
+	f, ws := seeded(t, dir)
+	os.WriteFile(filepath.Join(ws.Dir, "report.txt"), []byte("run's\n"), 0o644)
+	os.WriteFile(filepath.Join(ws.Dir, "notes/new.txt"), []byte("run's\n"), 0o644)
+	changes, _, _ := f.FolderChanges(ws, Limits{})
+	os.WriteFile(filepath.Join(dir, "report.txt"), []byte("user's\n"), 0o644)
+	outside := t.TempDir()
+	os.RemoveAll(filepath.Join(dir, "notes"))
+	os.Symlink(outside, filepath.Join(dir, "notes"))
+	applied, refused, _ := Apply(dir, ws.Dir, f.Files, changes)
+	if len(applied) != 0 || len(refused) != 2 {
+		t.Fatalf("applied %v refused %v", applied, refused)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(got) != "user's\n" {
+		t.Errorf("report.txt = %q", got)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("a change went through a link: %v", ents)
+	}
+}
+
+func TestFolderTooLarge(t *testing.T) {
+	dir := project(t)
+	if _, err := ScanFolder(dir, FolderLimits{MaxEntries: 3, MaxBytes: 1 << 30}); !errors.Is(err, ErrFolderTooLarge) {
+		t.Errorf("entries: %v", err)
+	}
+	if _, err := ScanFolder(dir, FolderLimits{MaxEntries: 100, MaxBytes: 20}); !errors.Is(err, ErrFolderTooLarge) {
+		t.Errorf("bytes: %v", err)
+	}
+}
+
+func TestKeptChanges(t *testing.T) {
+	dir := project(t)
+	f, ws := seeded(t, dir)
+	os.WriteFile(filepath.Join(ws.Dir, "report.txt"), []byte("total 10\n"), 0o644)
+	os.Remove(filepath.Join(ws.Dir, "old.txt"))
+	changes, _, _ := f.FolderChanges(ws, Limits{})
+	data := t.TempDir()
+	k, err := Keep(data, f, ws, "the task", changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Close() // the run's workspace goes; the kept changes stay
+	got, err := LoadKept(data, k.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Folder != f.Dir || len(got.Changes) != 2 || got.Task != "the task" {
+		t.Fatalf("loaded %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.txt")); err == nil {
+		t.Fatal("keeping changes applied them")
+	}
+	applied, refused, err := Apply(got.Folder, got.Files, got.Base, got.Changes)
+	if err != nil || len(applied) != 2 || len(refused) != 0 {
+		t.Fatalf("apply kept: %v %v %v", applied, refused, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != "total 10\n" {
+		t.Errorf("report.txt = %q", b)
+	}
+	list, _ := ListKept(data)
+	if len(list) != 1 {
+		t.Errorf("list = %v", list)
+	}
+	if err := RemoveKept(data, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKept(data, k.ID); !errors.Is(err, ErrNoKept) {
+		t.Errorf("after rm: %v", err)
+	}
+	if _, err := LoadKept(data, "../../etc"); !errors.Is(err, ErrNoKept) {
+		t.Errorf("a path as ID: %v", err)
+	}
+}
