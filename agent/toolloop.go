@@ -196,6 +196,16 @@ func (t *toolRun) endRound(ctx context.Context) (done bool, err error) {
 	}
 	at.Code, at.Source = t.a.redact.String(code), code
 	t.res.Code, t.res.Source, t.res.Output = at.Code, code, stdout
+	if missing := t.missingDeliverables(); len(missing) > 0 {
+		// As in program mode: a file the task names that the calls did
+		// not write leaves the task undone, before any verifier is asked.
+		at.ErrorClass = ClassIncomplete
+		d["Missing"] = "the task names files the calls did not write: " + strings.Join(missing, ", ")
+		d["Stdout"], d["Artifacts"] = t.clip([]byte(stdout)), t.artifactList()
+		t.say(render("tools_incomplete.txt", d))
+		t.fail(n, ClassIncomplete, "ended, but missing: "+strings.Join(missing, ", "))
+		return false, nil
+	}
 	if t.a.cfg.Verify {
 		v, err := t.verify(ctx, n, at.Code, okResult(stdout))
 		if err != nil {

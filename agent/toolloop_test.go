@@ -106,7 +106,9 @@ const columnList = "['date', 'product', 'units', 'unit_price']"
 // an end judged incomplete, then the answer on the DataFrame kept in the
 // kernel; the successful cells replay in a fresh sandbox.
 func TestToolModeSeedTrajectory(t *testing.T) {
-	const missing = "the top 5 products by revenue and the plot revenue_trend.png are missing"
+	// The plot the task names is missing after round 1: said before any
+	// verifier is asked.
+	const missing = "the task names files the calls did not write: revenue_trend.png"
 	for _, w := range wires {
 		t.Run(w.name, func(t *testing.T) {
 			a, srv, ws, events := setupWire(t, w, Config{Mode: ModeTools, Verify: true, Limits: sandbox.Limits{Memory: 512 << 20}},
@@ -117,7 +119,6 @@ func TestToolModeSeedTrajectory(t *testing.T) {
 				calls(pyCall("df[\"revenue\"] = df[\"quantity\"] * df[\"price\"]\n")),
 				calls(pyCall("print(list(df.columns))\n")),
 				llmtest.Say("The data has the columns date, product, units and unit_price."),
-				verdict(false, missing),
 				llmtest.Reply{Func: func(req llmtest.Request) llmtest.Reply {
 					// The model uses the columns it saw; without them it
 					// would look again.
@@ -171,8 +172,8 @@ func TestToolModeSeedTrajectory(t *testing.T) {
 			}
 
 			reqs := srv.Requests()
-			if len(reqs) != 10 {
-				t.Fatalf("%d requests, want 10", len(reqs))
+			if len(reqs) != 9 {
+				t.Fatalf("%d requests, want 9", len(reqs))
 			}
 			if got := strings.Join(offered(reqs[0]), " "); got != "execute_python execute_javascript execute_bash list_files read_file write_file" {
 				t.Errorf("tools offered: %s", got)
@@ -183,8 +184,8 @@ func TestToolModeSeedTrajectory(t *testing.T) {
 			mustContain(t, "first request", reqs[0].Text(), "execute_python", "one Python kernel", "sales.csv (", "| date,product,units,unit_price")
 			mustContain(t, "second request", reqs[1].Text(), "NameError", "name 'df' is not defined")
 			mustContain(t, "third request", reqs[2].Text(), "FileNotFoundError", "sales_data.csv")
-			mustContain(t, "after the end", reqs[7].Text(), "What is missing: "+missing, columnList)
-			mustContain(t, "final verification", reqs[9].Text(), "Top 5 products by revenue:", "revenue_trend.png (")
+			mustContain(t, "after the end", reqs[6].Text(), "What is missing: "+missing, columnList)
+			mustContain(t, "final verification", reqs[8].Text(), "Top 5 products by revenue:", "revenue_trend.png (")
 
 			types := eventTypes(*events)
 			if strings.Count(types, "tool_call") != 6 || strings.Count(types, "tool_result") != 6 || strings.Count(types, "replayed") != 1 ||
@@ -428,5 +429,30 @@ func TestToolModeWithoutToolCallsSuggestsProgramMode(t *testing.T) {
 	}
 	if res.Success || !strings.Contains(res.Message, "--mode program") {
 		t.Fatalf("success %v, message %q", res.Success, res.Message)
+	}
+}
+
+// In tool mode too, a file the task names that the calls did not write
+// makes the round incomplete, fed back before any verifier is asked.
+func TestToolModeChecksDeliverables(t *testing.T) {
+	a, srv, ws, _ := setup(t, Config{Mode: ModeTools, Verify: true}, nil,
+		calls(pyCall("print(6 * 7)\n")),
+		llmtest.Say("Done."),
+		calls(pyCall("open('answer.txt', 'w').write(str(6 * 7))\n")),
+		llmtest.Say("Saved."),
+		llmtest.Say(`{"task_complete": true, "missing": ""}`),
+	)
+	res, err := a.Run(context.Background(), Task{Prompt: "compute 6*7 and save it as answer.txt", Workspace: ws})
+	if err != nil || !res.Success {
+		logRun(t, res)
+		t.Fatalf("err %v, res %+v", err, res)
+	}
+	if len(res.History) != 2 || res.History[0].ErrorClass != ClassIncomplete {
+		logRun(t, res)
+		t.Fatalf("rounds: %v", res.History)
+	}
+	mustContain(t, "feedback", srv.Requests()[2].Text(), "the task names files the calls did not write: answer.txt")
+	if n := len(srv.Requests()); n != 5 {
+		t.Errorf("%d model requests, want 5: the verifier is asked once, after the file exists", n)
 	}
 }

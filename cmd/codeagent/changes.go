@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/codeagent/codeagent/termtext"
@@ -24,11 +25,6 @@ them (no terminal to ask at, no --apply, or some refused). apply brings them
 to the folder, refusing any file that changed there since the run started;
 what was refused stays kept.
 
-examples:
-  codeagent changes list
-  codeagent changes diff 20261205-101500-a1b2c3
-  codeagent changes apply 20261205-101500-a1b2c3
-
 Exit status: 0 on success, 1 when a change was refused, 2 for usage errors
 or an unknown ID.
 
@@ -42,6 +38,7 @@ flags:`)
 		return usageLine(fs, s, "changes needs what to do: list, diff ID, apply ID or rm ID")
 	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
 		fs.Usage()
+		printHelpTail(s.err, strings.TrimPrefix(fs.Name(), "codeagent "))
 		return exitOK
 	}
 	verb, rest := args[0], args[1:]

@@ -120,6 +120,22 @@ func newFlagSet(name string, s stdio) *flag.FlagSet {
 	return fs
 }
 
+// printHelpTail ends a command's -h with its examples and, where its usage
+// does not say them, its exit statuses (see helpTails).
+func printHelpTail(w io.Writer, name string) {
+	t, ok := helpTails[name]
+	if !ok {
+		return
+	}
+	fmt.Fprintf(w, "\nexamples:\n")
+	for _, e := range t.examples {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	if t.exits != "" {
+		fmt.Fprintf(w, "\n%s\n", t.exits)
+	}
+}
+
 // parseFlags parses args and returns (exit code, done): done is true when the
 // command must stop. -h prints the command's usage (exit 0); a bad flag is
 // one line saying what is wrong and where the usage is (exit 2).
@@ -133,6 +149,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.Usage()
+		printHelpTail(out, strings.TrimPrefix(fs.Name(), "codeagent "))
 		return exitOK, true
 	case err != nil:
 		printErr(out, "%v\nsee '%s -h'", err, fs.Name())

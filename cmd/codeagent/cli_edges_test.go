@@ -162,3 +162,24 @@ func TestDoctorDocker(t *testing.T) {
 		t.Fatalf("doctor with a missing image: exit %d\n%s", code, out)
 	}
 }
+
+// Every command's -h says what it does, its flags, examples that use only
+// flags it has, and its exit statuses.
+func TestEveryHelpHasExamplesAndExitStatuses(t *testing.T) {
+	flagRE := regexp.MustCompile(`--[a-z][a-z-]*`)
+	for _, c := range commands() {
+		code, stdout, stderr := runCLI(t, "", c.name, "-h")
+		help := stdout + stderr
+		if code != 0 || !strings.Contains(help, "usage: codeagent "+c.name) || !strings.Contains(help, "\nexamples:\n  codeagent "+c.name) ||
+			!strings.Contains(help, "Exit status") {
+			t.Errorf("%s -h: exit %d\n%s", c.name, code, help)
+			continue
+		}
+		examples := help[strings.Index(help, "\nexamples:\n"):]
+		for _, f := range flagRE.FindAllString(examples, -1) {
+			if !strings.Contains(help, "\n  -"+f[2:]+" ") && !strings.Contains(help, "\n  -"+f[2:]+"\n") {
+				t.Errorf("%s -h: an example uses %s, which is not among its flags", c.name, f)
+			}
+		}
+	}
+}

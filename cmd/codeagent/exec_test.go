@@ -20,6 +20,11 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if len(args) > 0 && args[0] == "run" {
+		// In process, the current folder is this package's: not offered
+		// (runs in a folder are tested through the binary, run_folder_test.go).
+		args = append([]string{"run", "--no-folder"}, args[1:]...)
+	}
 	code := run(ctx, args, stdio{in: strings.NewReader(stdin), out: &out, err: &errb})
 	return code, out.String(), errb.String()
 }

@@ -23,6 +23,14 @@ import (
 	"github.com/codeagent/codeagent/workspace"
 )
 
+// localPerMinute is a local run's default rate limit per session: well
+// above what a run's attempts (5 by default, with tests 10; 20 tool calls)
+// reach, so that a user's own runs of one session, one after another,
+// never wait; a server's and MCP's sessions, shared, keep the library's
+// default (ratelimit.DefaultPerMinute), and a manifest's
+// executions_per_minute sets either.
+const localPerMinute = 120
+
 // Bounds on what run reads from the user.
 const (
 	maxInputFile = 1 << 30  // one --file
@@ -38,7 +46,7 @@ type runOptions struct {
 	Files           []string
 	Workdir         string
 	Out             string
-	Force           bool // with Out: replace files already there
+	Force           bool   // with Out: replace files already there
 	Folder          string // the folder the run is offered (see run_folder.go); "" none
 	NoFolder        bool   // do not offer the current folder
 	Apply           bool   // apply the run's changes to the folder without asking
@@ -226,8 +234,8 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		return nil, nil, err
 	}
 	defer sb.Close()
-	perMinute := 0
-	if m != nil {
+	perMinute := localPerMinute
+	if m != nil && m.Agent.Limits.ExecutionsPerMinute > 0 {
 		perMinute = m.Agent.Limits.ExecutionsPerMinute
 	}
 	checker, err := safety.New(policy)

@@ -252,3 +252,18 @@ func TestRunInFolderTooLarge(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// A user's own runs of one session, one after another, never wait for the
+// session's default rate limit: three runs of four attempts each (twelve
+// executions in a few seconds) go through without a wait.
+func TestLocalSessionRunsDoNotStall(t *testing.T) {
+	data := t.TempDir()
+	for i := range 3 {
+		_, flags := modelServer(t, pyAnswer("1/0\n"), pyAnswer("1/0\n"), pyAnswer("1/0\n"), pyAnswer("print('ok')\n"))
+		code, stdout, stderr := runBinary(t, "", nil, append(append([]string{"run", "--data-dir", data, "--session", "s"}, flags...),
+			"--no-verify", "--fresh-start-after", "0", "print ok")...)
+		if code != 0 || strings.Contains(stderr, "waiting") || !strings.Contains(stdout, "success after 4 attempt(s)") {
+			t.Fatalf("run %d: exit %d\n%s%s", i+1, code, stdout, stderr)
+		}
+	}
+}

@@ -28,6 +28,7 @@ func cmdSessions(ctx context.Context, s stdio, args []string) int {
 		return usageLine(fs, s, "sessions needs what to do: list, show NAME, rm NAME or prune --older-than AGE")
 	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
 		fs.Usage()
+		printHelpTail(s.err, strings.TrimPrefix(fs.Name(), "codeagent "))
 		return exitOK
 	}
 	verb, rest := args[0], args[1:]
