@@ -377,6 +377,7 @@ func codeagentStdin(t *testing.T, limit time.Duration, stdin string, args ...str
 	defer cancel()
 	cmd := exec.CommandContext(ctx, suite.bin, args...)
 	cmd.Env, cmd.WaitDelay, cmd.Stdin = codeagentEnv(), 10*time.Second, strings.NewReader(stdin)
+	cmd.Dir = t.TempDir() // run offers its folder to programs: an empty one, not this package's
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
