@@ -1,10 +1,13 @@
-// codeagent's page: sessions, files, a task, live progress and artifacts.
-// Plain DOM, no dependencies; every text from the server goes through
-// textContent, never innerHTML.
+// codeagent's page: sessions, files, a task and its mode, live progress and
+// artifacts, the session's kernel cells; runs.js draws the runs, live and
+// earlier ones. Plain DOM, no dependencies; every text from the server goes
+// through textContent, never innerHTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { key: sessionStorage.getItem("codeagent-key") || "", session: null, run: null, abort: null };
+// run is the run under way that the page follows; shown is the run drawn
+// under Progress (live); abort stops following it.
+const state = { key: sessionStorage.getItem("codeagent-key") || "", session: null, run: null, shown: null, abort: null };
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -65,6 +68,7 @@ function highlight(code, lang) {
 }
 
 // --- sessions ---
+// loadSessions lists the sessions and returns them.
 async function loadSessions() {
   const { sessions } = await apiJSON("/v1/sessions");
   const list = $("session-list");
@@ -74,24 +78,39 @@ async function loadSessions() {
     const b = el("button", "link", s.name);
     b.type = "button";
     b.setAttribute("aria-current", state.session && state.session.id === s.id ? "true" : "false");
-    b.addEventListener("click", () => openSession(s));
+    b.addEventListener("click", guard(() => openSession(s)));
     li.append(b, el("span", "muted", " " + s.turns + " turn(s)"));
     list.append(li);
   }
+  return sessions;
 }
 
+// openSession shows a session: its files, its kernel, its earlier runs
+// from the store, and the run under way in it, if any. The tab reopens it
+// after a reload.
 async function openSession(s) {
+  if (state.abort) state.abort.abort(); // another session's run: stop following it
+  state.abort = state.run = state.shown = null;
+  $("cancel").disabled = true;
+  $("run").disabled = false;
   state.session = s;
+  sessionStorage.setItem("codeagent-session", s.id);
   $("workspace").hidden = false;
   $("session-title").textContent = "Session " + s.name;
-  $("progress").replaceChildren();
-  $("outcome").replaceChildren();
-  $("artifacts").replaceChildren();
-  $("cells").replaceChildren();
+  for (const id of ["progress", "outcome", "artifacts", "cells", "history"]) $(id).replaceChildren();
+  revokeAll(blobs.live);
   await Promise.all([loadFiles(), loadSessions()]);
   const full = await apiJSON("/v1/sessions/" + s.id);
-  $("kernel-status").textContent = full.kernel && full.kernel.alive ? "kernel alive" : "no kernel running";
+  showKernel(full.kernel);
+  showHistory(full.history, full.active_run);
   if (full.active_run) follow(full.active_run);
+}
+
+// reopen opens the session this tab showed before a reload, if it is still there.
+async function reopen(sessions) {
+  const id = sessionStorage.getItem("codeagent-session");
+  const s = sessions.find((x) => x.id === id);
+  if (s) await openSession(s);
 }
 
 async function loadFiles() {
@@ -140,114 +159,36 @@ function downloadButton(path) {
   return b;
 }
 
-// --- runs and their events ---
-function attemptItem(n, max) {
-  let li = document.querySelector('#progress li[data-attempt="' + n + '"]');
-  if (!li) {
-    li = el("li", "attempt");
-    li.dataset.attempt = n;
-    li.append(el("h4", "", "Attempt " + n + (max ? " of " + max : "")));
-    $("progress").append(li);
-  }
-  return li;
-}
-
-function onEvent(e) {
-  const li = e.type === "done" ? null : attemptItem(e.attempt || 1, e.max_attempts);
-  switch (e.type) {
-    case "attempt_start":
-      if (e.phase && e.phase !== "code") li.append(el("p", "muted", "phase: " + e.phase));
-      if (e.fresh_start) li.append(el("p", "muted", "starting afresh from the task"));
-      break;
-    case "generated":
-      li.append(el("p", "muted", "model answered in " + (e.duration_ms || 0) + " ms"));
-      if (e.code) li.append(highlight(e.code, "python"));
-      else li.append(el("p", "bad", "no code in the answer" + (e.error_class ? " (" + e.error_class + ")" : "")));
-      break;
-    case "checked": {
-      if (e.safe) { li.append(el("p", "good", "check: no findings")); break; }
-      const ul = el("ul", "findings");
-      for (const f of e.findings || []) ul.append(el("li", "", (f.line ? "line " + f.line + ": " : "") + (f.rule || "") + " " + (f.message || "")));
-      li.append(el("p", "bad", "check findings" + (e.error_class ? " (" + e.error_class + ")" : "")), ul);
-      break;
-    }
-    case "executed": {
-      const r = e.result || {};
-      li.append(el("p", r.status === "ok" ? "good" : "bad",
-        "ran: " + r.status + " (exit " + r.exit_code + ", " + r.wall_ms + " ms)" + (e.error_class ? " · error class " + e.error_class : "")));
-      if (r.stdout) li.append(el("pre", "out", r.stdout));
-      if (r.stderr) li.append(el("pre", "err", r.stderr));
-      break;
-    }
-    case "verified":
-      li.append(el("p", e.verdict && e.verdict.task_complete ? "good" : "bad",
-        "verifier: " + (e.verdict && e.verdict.task_complete ? "task complete" : "incomplete: " + ((e.verdict && e.verdict.missing) || ""))));
-      break;
-    case "done":
-      $("outcome").replaceChildren(el("p", e.success ? "good big" : "bad big",
-        e.success ? "Done after " + e.attempt + " attempt(s)." : "Failed: " + (e.message || "the task was not achieved")));
-      break;
-  }
-}
-
+// --- the run followed live (runs.js draws it) ---
 async function follow(runID) {
-  state.run = runID;
+  const prev = state.shown;
+  state.shown = state.run = runID;
   $("cancel").disabled = false;
   $("run").disabled = true;
   $("progress").replaceChildren();
   $("outcome").replaceChildren();
+  revokeAll(blobs.live);
+  // The run shown before joins the earlier ones, from the store.
+  if (prev && prev !== runID) refreshHistory(runID);
   setStatus("running…");
   const ctrl = new AbortController();
   state.abort = ctrl;
   try {
-    const resp = await api("/v1/runs/" + runID + "/events", { signal: ctrl.signal });
-    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += value;
-      let i;
-      while ((i = buf.indexOf("\n\n")) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
-        if (data) onEvent(JSON.parse(data));
-      }
-    }
+    const view = liveView();
+    await readEvents(await api("/v1/runs/" + runID + "/events", { signal: ctrl.signal }), (e) => onEvent(view, e));
     const run = await apiJSON("/v1/runs/" + runID);
     setStatus("run " + run.status);
-    await showArtifacts(run.result);
+    await showArtifacts($("artifacts"), (run.result && run.result.artifacts) || [], blobs.live);
     await Promise.all([loadFiles(), loadSessions()]);
   } catch (e) {
     if (e.name !== "AbortError") setStatus(e.message, true);
   } finally {
-    $("cancel").disabled = true;
-    $("run").disabled = false;
-    state.run = null;
-  }
-}
-
-async function showArtifacts(result) {
-  const box = $("artifacts");
-  box.replaceChildren();
-  const arts = (result && result.artifacts) || [];
-  if (!arts.length) box.append(el("p", "muted", "no files created"));
-  for (const a of arts) {
-    const fig = el("figure");
-    if (/\.(png|jpe?g|gif|svg)$/i.test(a.path)) {
-      try {
-        const blob = await (await api(fileURL(a.path))).blob();
-        const img = el("img");
-        img.alt = a.path;
-        img.src = URL.createObjectURL(blob);
-        fig.append(img);
-      } catch (e) { fig.append(el("p", "bad", e.message)); }
+    if (state.abort === ctrl) {
+      $("cancel").disabled = true;
+      $("run").disabled = false;
+      state.run = null;
+      state.abort = null;
     }
-    const cap = el("figcaption");
-    cap.append(downloadButton(a.path), el("span", "muted", " " + formatSize(a.size) + ", " + a.change));
-    fig.append(cap);
-    box.append(fig);
   }
 }
 
@@ -307,10 +248,12 @@ function showCell(code, r) {
   $("cells").prepend(li);
 }
 
-async function kernelStatus() {
-  const full = await apiJSON("/v1/sessions/" + state.session.id);
-  const k = full.kernel;
+function showKernel(k) {
   $("kernel-status").textContent = k && k.alive ? "kernel alive, " + formatSize(k.rss_bytes) + " resident, " + k.execution_count + " cell(s)" : "no kernel running";
+}
+
+async function kernelStatus() {
+  showKernel((await apiJSON("/v1/sessions/" + state.session.id)).kernel);
 }
 
 $("cell-form").addEventListener("submit", guard(async () => {
@@ -346,9 +289,10 @@ function guard(fn) {
 $("key-form").addEventListener("submit", guard(async () => {
   state.key = $("api-key").value.trim();
   sessionStorage.setItem("codeagent-key", state.key);
-  await loadSessions();
+  const sessions = await loadSessions();
   $("key-form").hidden = true;
   setStatus("key accepted");
+  await reopen(sessions);
 }));
 
 $("session-form").addEventListener("submit", guard(async () => {
@@ -374,7 +318,7 @@ $("upload-form").addEventListener("submit", guard(async () => {
 $("task-form").addEventListener("submit", guard(async () => {
   const task = $("task").value.trim();
   const run = await apiJSON("/v1/sessions/" + state.session.id + "/runs", { method: "POST",
-    headers: { "Content-Type": "application/json" }, body: JSON.stringify({ task }) });
+    headers: { "Content-Type": "application/json" }, body: JSON.stringify({ task, mode: $("mode").value }) });
   $("artifacts").replaceChildren();
   follow(run.id);
 }));
@@ -390,6 +334,6 @@ $("cancel").addEventListener("click", guard(async () => {
     // first request says which is missing.
     const h = await (await fetch("/v1/health")).json();
     if (!h.model) setStatus("no model is configured on the server: runs will fail", true);
-    await loadSessions();
+    await reopen(await loadSessions());
   } catch (e) { setStatus(e.message, true); }
 })();
