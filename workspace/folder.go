@@ -28,11 +28,11 @@ import (
 
 // FolderLimits bound what a folder may hold to be offered to a run.
 type FolderLimits struct {
-	MaxEntries int   // files and directories
+	MaxEntries int   // files, and directories (counted apart)
 	MaxBytes   int64 // total size of the files
 }
 
-// DefaultFolderLimits: 10 000 entries, 1 GiB.
+// DefaultFolderLimits: 10 000 files (and directories), 1 GiB.
 func DefaultFolderLimits() FolderLimits {
 	return FolderLimits{MaxEntries: 10000, MaxBytes: 1 << 30}
 }
@@ -82,12 +82,15 @@ func ScanFolder(dir string, lim FolderLimits) (*Folder, error) {
 	defer d.Close()
 	f := &Folder{Dir: d.Name(), Files: map[string]FolderFile{}}
 	w, err := walkTree(d, func(rel string, st *unix.Stat_t) error {
-		if len(f.Files)+len(f.Dirs) >= lim.MaxEntries {
-			return fmt.Errorf("folder %s holds more than %d entries: %w", dir, lim.MaxEntries, ErrFolderTooLarge)
-		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if len(f.Dirs) >= lim.MaxEntries {
+				return fmt.Errorf("folder %s holds more than %d directories: %w", dir, lim.MaxEntries, ErrFolderTooLarge)
+			}
 			f.Dirs = append(f.Dirs, rel)
 			return nil
+		}
+		if len(f.Files) >= lim.MaxEntries {
+			return fmt.Errorf("folder %s holds more than %d files: %w", dir, lim.MaxEntries, ErrFolderTooLarge)
 		}
 		f.Bytes += st.Size
 		if f.Bytes > lim.MaxBytes {
