@@ -310,10 +310,14 @@ func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skip
 	if err != nil {
 		return nil, nil, err
 	}
+	// A file of the folder that the run replaced by a link or a special
+	// file is neither replaced nor deleted: that change is not applied.
 	for _, s := range wskipped {
-		if _, had := f.Files[s.Path]; !had {
-			skipped = append(skipped, s)
+		if _, had := f.Files[s.Path]; had {
+			seen[s.Path] = true
+			s.Reason += " where the folder has a file: not applied"
 		}
+		skipped = append(skipped, s)
 	}
 	for _, rel := range f.paths() {
 		if seen[rel] {

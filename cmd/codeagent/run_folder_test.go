@@ -267,3 +267,49 @@ func TestLocalSessionRunsDoNotStall(t *testing.T) {
 		}
 	}
 }
+
+// A program attacks the folder through its changes: links to host files
+// under the names of new and existing files, and a git hook that would run
+// on the host at the user's next commit. With --apply, none of it reaches
+// the folder or the host.
+func TestAttackRunInFolderChanges(t *testing.T) {
+	dir := userFolder(t)
+	os.MkdirAll(filepath.Join(dir, ".git/hooks"), 0o755)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("host secret\n"), 0o600)
+	attack := fmt.Sprintf(`from pathlib import Path
+Path("notes.txt").unlink()
+Path("notes.txt").symlink_to(%q)
+Path("link.txt").symlink_to(%q)
+Path(".git/hooks/post-commit").write_text("#!/bin/sh\ntouch /tmp/pwned-by-codeagent-test\n")
+Path(".git/hooks/post-commit").chmod(0o755)
+Path("report.txt").write_text("ok\n")
+print("done")
+`, secret, secret)
+	_, flags := modelServer(t, pyAnswer(attack))
+	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", t.TempDir(), "--apply"}, flags...),
+		"--no-verify", "write report.txt")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "todo\n" {
+		t.Errorf("notes.txt = %q, %v: the link replaced or removed the user's file", b, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "link.txt")); err == nil {
+		t.Errorf("link.txt reached the folder: %v", fi.Mode())
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".git/hooks/post-commit")); err == nil {
+		t.Error("a git hook reached the folder")
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "host secret\n" {
+		t.Errorf("the host file changed: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != "ok\n" {
+		t.Errorf("the legitimate change was not applied: %q", b)
+	}
+	for _, want := range []string{"skipped  notes.txt: symbolic link where the folder has a file", "skipped  .git/hooks/post-commit: the folder's .git is read-only"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}
