@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"time"
 
+	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/store"
 )
 
 // Kernels are a process's kept kernels, one per session (a
@@ -59,4 +62,55 @@ func (k *Kernels) Exec(ctx context.Context, source string, bounded bool, key ker
 		return res.Result, nil
 	})
 	return res, err
+}
+
+// Redactor removes secrets from text (agent.Redactor): a door redacts the
+// cells it keeps with the secrets its runs' output is redacted of.
+type Redactor = agent.Redactor
+
+// NewRedactor returns a Redactor of secrets and the common key patterns.
+func NewRedactor(secrets ...string) *Redactor { return agent.NewRedactor(secrets...) }
+
+// keptMIME are the MIME types of a cell's displays that are kept: texts.
+// Images are the workspace's files (the display's File, the cell's
+// Images), not kept twice.
+var keptMIME = []string{"text/plain", "text/html", "text/markdown"}
+
+// KeepCell records in st the cell code that ran in the kernel of the
+// session sessionID and has just ended with res, for the session's
+// history (GET /v1/sessions/{id}/cells): its code, output, displays' texts
+// and error redacted with r, then cut to store.MaxCellText each (the
+// displays' texts together), and the names of its figures. Its start is
+// its end less its wall time.
+func KeepCell(ctx context.Context, st *store.Store, r *Redactor, sessionID, code string, res CellResult) (store.Cell, error) {
+	type shown struct {
+		Kind string            `json:"kind"`
+		Data map[string]string `json:"data"`
+		File string            `json:"file,omitempty"`
+	}
+	budget := store.MaxCellText
+	display := []shown{}
+	for _, d := range res.Display {
+		v := shown{Kind: d.Kind, File: d.File, Data: map[string]string{}}
+		for _, mime := range keptMIME {
+			text, ok := d.Data[mime]
+			if !ok || budget <= 0 {
+				continue
+			}
+			text = store.CutText(r.String(text), budget)
+			budget -= len(text)
+			v.Data[mime] = text
+		}
+		display = append(display, v)
+	}
+	b, err := json.Marshal(display)
+	if err != nil {
+		return store.Cell{}, err
+	}
+	return st.AddCell(ctx, store.Cell{SessionID: sessionID, ExecutionCount: res.ExecutionCount,
+		StartedAt: time.Now().Add(-res.WallTime), Wall: res.WallTime,
+		Code: r.String(code), Stdout: string(r.Bytes(res.Stdout)), Stderr: string(r.Bytes(res.Stderr)),
+		Display: b, Images: res.Images, Status: res.Status.String(), ExitCode: res.ExitCode,
+		Message: r.String(res.Message), ErrorName: r.String(res.ErrorName), ErrorValue: r.String(res.ErrorValue),
+		KernelDied: res.KernelDied, KernelRestarted: res.KernelRestarted, RestartReason: res.RestartReason})
 }

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/store"
 )
 
 // Kernels: POST /v1/sessions/{id}/exec with "state": "keep" runs a cell in
@@ -106,7 +109,70 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// Kept for the session's history; the cell has run whether or not
+	// this works.
+	if _, err := app.KeepCell(context.WithoutCancel(r.Context()), s.deps.Store, s.redact, o.ID, req.Code, res); err != nil {
+		s.log.Warn("keep the cell", "session", o.ID, "err", err)
+	}
 	writeJSON(w, http.StatusOK, res.JSON())
+}
+
+// Cells listed at most by one GET /v1/sessions/{id}/cells, and by default.
+const (
+	maxCellsListed     = 200
+	defaultCellsListed = 50
+)
+
+// cellJSON is a kept cell as GET /v1/sessions/{id}/cells shows it.
+type cellJSON struct {
+	store.Cell
+	WallMS int64 `json:"wall_ms"`
+}
+
+// handleListCells lists the cells kept of the session's kernel (store.Cell),
+// oldest first: the newest limit numbered above after and below before.
+func (s *Server) handleListCells(w http.ResponseWriter, r *http.Request) {
+	o, err := s.session(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	num := func(name string, def, hi int64) (int64, error) {
+		v := q.Get(name)
+		if v == "" {
+			return def, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > hi {
+			return 0, badRequest("%s must be a whole number from 0 to %d", name, hi)
+		}
+		return n, nil
+	}
+	after, err := num("after", 0, math.MaxInt64)
+	var before, limit int64
+	if err == nil {
+		before, err = num("before", 0, math.MaxInt64)
+	}
+	if err == nil {
+		if limit, err = num("limit", defaultCellsListed, maxCellsListed); err == nil && limit < 1 {
+			err = badRequest("limit must be a whole number from 1 to %d", maxCellsListed)
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cells, more, err := s.deps.Store.Cells(r.Context(), o.ID, after, before, int(limit))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]cellJSON, len(cells))
+	for i, c := range cells {
+		out[i] = cellJSON{Cell: c, WallMS: c.Wall.Milliseconds()}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"cells": out, "more": more})
 }
 
 // execCell runs a cell through the execution queue (bounded: refused

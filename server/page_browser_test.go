@@ -254,3 +254,46 @@ func TestServeBrowserPageHistoryStaysText(t *testing.T) {
 		}
 	}
 }
+
+// TestServeBrowserPageCellsAfterReload runs cells in the page's Python
+// box, one printing and drawing a figure and one printing markup, reloads
+// the page and finds them again from the store as they were drawn live:
+// the code, the output, the figure (the workspace's file), and the markup
+// as text.
+func TestServeBrowserPageCellsAfterReload(t *testing.T) {
+	ts := newTestServer(t, testOptions{cfg: Config{LocalToken: testLocalToken}, noModel: true, warmPython: 1})
+	p := openPage(t, ts)
+	p.name = "cells"
+	p.do(chromedp.SendKeys(chromedp.ID("new-session-name"), p.name), chromedp.Click(chromedp.ID("new-session")),
+		chromedp.WaitVisible(chromedp.ID("cell-form")))
+	runCell := func(code string) {
+		t.Helper()
+		p.do(chromedp.SetValue(chromedp.ID("cell"), code), chromedp.Click(chromedp.ID("cell-run")), chromedp.WaitEnabled(chromedp.ID("cell-run")))
+	}
+	const imgMarkup = `<img src=x onerror=window.pwned=1>`
+	runCell("print('drawn', 6 * 7)\nplt.plot([1, 3, 2])")
+	p.poll("the figure, live", `(() => { const i = document.querySelector("#cells figure img"); return !!i && i.complete && i.naturalWidth > 0; })()`)
+	runCell("print('" + imgMarkup + "')")
+	p.poll("the markup, live", `[...document.querySelectorAll("#cells pre.out")].some((e) => e.textContent === "`+imgMarkup+`\n")`)
+
+	p.reload()
+	p.poll("both cells from the store", `document.querySelectorAll("#cells li.cell").length === 2`)
+	p.poll("the figure from the store", `(() => { const i = document.querySelector('#cells figure img[alt="figure-1.png"]'); return !!i && i.complete && i.naturalWidth > 0; })()`)
+	cells := `[...document.querySelectorAll("#cells li.cell")]`
+	for what, js := range map[string]string{
+		"the newest cell on top":  cells + `[0].querySelector("pre.code").textContent === "print('` + imgMarkup + `')"`,
+		"the first cell's code":   cells + `[1].querySelector("pre.code").textContent === "print('drawn', 6 * 7)\nplt.plot([1, 3, 2])"`,
+		"the first cell's number": cells + `[1].querySelector("h4").textContent === "In [1]"`,
+		"the first cell's output": cells + `[1].querySelector("pre.out").textContent === "drawn 42\n"`,
+		"the figure's name":       cells + `[1].querySelector("figcaption").textContent === "saved as figure-1.png"`,
+		"the markup as text":      cells + `[0].querySelector("pre.out").textContent === "` + imgMarkup + `\n"`,
+		"no element was made":     `document.querySelectorAll("#cells img").length === 1 && document.querySelectorAll("[onerror], #cells script").length === 0`,
+		"nothing ran":             `window.pwned === undefined`,
+		"highlighted code":        `document.querySelectorAll("#cells .tok-call").length > 0`,
+	} {
+		if !p.is(js) {
+			text, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.getElementById("cells").textContent`))
+			t.Errorf("after the reload, %s: %s; cells %q", what, js, text)
+		}
+	}
+}

@@ -49,6 +49,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /v1/exec", kindExec, bodyJSON, s.handleExec)
 	api("POST /v1/sessions/{id}/exec", kindExec, bodyJSON, s.handleSessionExec)
 	api("DELETE /v1/sessions/{id}/kernel", kindPlain, bodyNone, s.handleRestartKernel)
+	api("GET /v1/sessions/{id}/cells", kindPlain, bodyNone, s.handleListCells)
 	if s.deps.MCP != nil {
 		// Streamable HTTP holds responses open: no write deadline. The
 		// guard checks Host and Origin here as everywhere.

@@ -235,6 +235,7 @@ type Server struct {
 	agents      *app.Runs // the agent runs' assembly, with the checkers of runs with and without a network
 	ownChk      bool
 	kernels     *app.Kernels
+	redact      *app.Redactor // secrets out of the cells kept (the runs' secrets)
 	ownKernels  bool
 	closeChk    sync.Once
 	handler     http.Handler
@@ -298,6 +299,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.ModelError != "" {
 		modelError += ": " + deps.ModelError
 	}
+	kept := secrets
+	if deps.Model != nil {
+		kept = append([]string{deps.Model.APIKey}, secrets...)
+	}
+	s.redact = app.NewRedactor(kept...)
 	policy := deps.Policy
 	s.agents = &app.Runs{Store: deps.Store, Model: deps.Model, ModelError: modelError, Secrets: secrets, Logger: log,
 		Checkers: &app.Checkers{Plain: s.checker, Net: deps.NetChecker, Policy: func() (*safety.Policy, error) { return policy, nil }}}

@@ -81,8 +81,8 @@ func (s *Store) Sessions(ctx context.Context) ([]Session, error) {
 	return out, rows.Err()
 }
 
-// DeleteSession removes a session and its turns (not its audit records).
-// A session another live process holds a lease on is refused with a
+// DeleteSession removes a session, its turns and its cells (not its audit
+// records). A session another live process holds a lease on is refused with a
 // *LeaseHeldError: its run would lose its turn and its workspace.
 func (s *Store) DeleteSession(ctx context.Context, name string) error {
 	return s.deleteWhere(ctx, name, `SELECT `+sessionCols+` FROM sessions s WHERE s.name = ?`, name)

@@ -1,7 +1,7 @@
-// Package store keeps codeagent's sessions, turns, attempts, artifacts and
-// the audit log in SQLite (pure Go, WAL mode). The schema is migrated at
-// open from SQL files embedded in the binary. Every change is a
-// transaction, so a process killed at any point leaves the store consistent:
+// Package store keeps codeagent's sessions, turns, attempts, artifacts,
+// kernel cells and the audit log in SQLite (pure Go, WAL mode). The schema
+// is migrated at open from SQL files embedded in the binary. Every change
+// is a transaction, so a process killed at any point leaves the store consistent:
 // at most the turn it was running stays marked running, which readers report
 // as interrupted.
 package store
@@ -36,6 +36,8 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	db   *sql.DB
 	path string
+	// keepCells bounds the cells kept per session (KeepCells when 0).
+	keepCells int
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

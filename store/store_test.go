@@ -34,7 +34,7 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 	}
 	defer s2.Close()
 	var v int
-	if err := s2.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 3 {
+	if err := s2.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 4 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	var mode string

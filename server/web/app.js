@@ -1,5 +1,6 @@
 // codeagent's page: sessions, files, a task and its mode, live progress and
-// artifacts, the session's kernel cells; runs.js draws the runs, live and
+// artifacts, the session's kernel cells (live, and the earlier ones from the
+// store); runs.js draws the runs, live and
 // earlier ones. Plain DOM, no dependencies; every text from the server goes
 // through textContent, never innerHTML.
 "use strict";
@@ -99,7 +100,9 @@ async function openSession(s) {
   $("session-title").textContent = "Session " + s.name;
   for (const id of ["progress", "outcome", "artifacts", "cells", "history"]) $(id).replaceChildren();
   revokeAll(blobs.live);
-  await Promise.all([loadFiles(), loadSessions()]);
+  revokeAll(blobs.cells);
+  $("cells-older").hidden = true;
+  await Promise.all([loadFiles(), loadSessions(), loadCells()]);
   const full = await apiJSON("/v1/sessions/" + s.id);
   showKernel(full.kernel);
   showHistory(full.history, full.active_run);
@@ -224,8 +227,12 @@ function pngImage(b64, alt) {
   return img;
 }
 
-function showCell(code, r) {
+// cellItem draws a cell: live, r is the kernel's answer; from the store
+// (stored), a kept cell, whose figures are the workspace's files, fetched
+// as blobs like a run's images.
+function cellItem(code, r, stored) {
   const li = el("li", "cell");
+  if (stored) li.dataset.cell = r.n;
   li.append(el("h4", "", "In [" + (r.execution_count || "?") + "]"), highlight(code, "python"));
   if (r.kernel_restarted) li.append(el("p", "bad", "The kernel had ended (" + r.restart_reason + "): this cell ran in a fresh one, without the earlier state."));
   if (r.stdout) li.append(el("pre", "out", r.stdout));
@@ -237,6 +244,13 @@ function showCell(code, r) {
       fig.append(pngImage(data["image/png"], d.file || "figure"));
       if (d.file) fig.append(el("figcaption", "muted", "saved as " + d.file));
       li.append(fig);
+    } else if (stored && d.kind === "figure" && d.file) {
+      const fig = el("figure");
+      fig.append(el("figcaption", "muted", "saved as " + d.file));
+      li.append(fig);
+      api(fileURL(d.file)).then((resp) => resp.blob())
+        .then((blob) => fig.prepend(blobImage(blob, d.file, blobs.cells)))
+        .catch((e) => fig.prepend(el("p", "bad", d.file + ": " + e.message)));
     } else if (data["text/html"] && safeTable(data["text/html"])) {
       li.append(safeTable(data["text/html"]));
     } else if (data["text/plain"] !== undefined) {
@@ -244,9 +258,27 @@ function showCell(code, r) {
     }
   }
   if (r.status !== "ok") li.append(el("p", "bad", r.status + (r.message ? ": " + r.message : "")));
-  li.append(el("p", "muted", r.wall_ms + " ms"));
-  $("cells").prepend(li);
+  li.append(el("p", "muted", r.wall_ms + " ms" + (stored ? " · " + new Date(r.started_at).toLocaleString() : "")));
+  return li;
 }
+
+// loadCells draws the session's cells kept in the store (GET
+// /v1/sessions/{id}/cells, oldest first) under the cell box, newest on
+// top: the newest page, or with before the page of older ones below.
+const CELLS_PAGE = 50;
+
+async function loadCells(before) {
+  const sid = state.session.id;
+  const { cells, more } = await apiJSON("/v1/sessions/" + sid + "/cells?limit=" + CELLS_PAGE + (before ? "&before=" + before : ""));
+  if (!state.session || state.session.id !== sid) return; // another session was opened meanwhile
+  const list = $("cells");
+  for (const c of cells.slice().reverse()) list.append(cellItem(c.code, c, true));
+  const older = $("cells-older");
+  older.hidden = !more;
+  if (cells.length) older.dataset.before = cells[0].n;
+}
+
+$("cells-older").addEventListener("click", guard(() => loadCells($("cells-older").dataset.before)));
 
 function showKernel(k) {
   $("kernel-status").textContent = k && k.alive ? "kernel alive, " + formatSize(k.rss_bytes) + " resident, " + k.execution_count + " cell(s)" : "no kernel running";
@@ -264,7 +296,7 @@ $("cell-form").addEventListener("submit", guard(async () => {
   try {
     const r = await apiJSON("/v1/sessions/" + state.session.id + "/exec", { method: "POST",
       headers: { "Content-Type": "application/json" }, body: JSON.stringify({ language: "python", code, state: "keep" }) });
-    showCell(code, r);
+    $("cells").prepend(cellItem(code, r));
     setStatus("cell " + r.status);
     await Promise.all([kernelStatus(), loadFiles()]);
   } finally {

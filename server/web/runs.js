@@ -6,8 +6,9 @@
 // images are the session's files, fetched from the server as blobs.
 "use strict";
 
-// Object URLs of the images drawn, revoked when their runs are redrawn.
-const blobs = { live: [], history: [] };
+// Object URLs of the images drawn, revoked when their runs (or the
+// session's kept cells) are redrawn.
+const blobs = { live: [], history: [], cells: [] };
 
 function revokeAll(urls) {
   for (const u of urls.splice(0)) URL.revokeObjectURL(u);
