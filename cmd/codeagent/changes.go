@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/codeagent/codeagent/termtext"
@@ -33,25 +32,9 @@ flags:`)
 	}
 	dir := dataDirFlag(fs)
 	asJSON := fs.Bool("json", false, "with list: print JSON")
-	switch {
-	case len(args) == 0:
-		return usageLine(fs, s, "changes needs what to do: list, diff ID, apply ID or rm ID")
-	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
-		fs.Usage()
-		printHelpTail(s.err, strings.TrimPrefix(fs.Name(), "codeagent "))
-		return exitOK
-	}
-	verb, rest := args[0], args[1:]
-	var ids []string
-	for len(rest) > 0 {
-		if code, done := parseFlags(fs, rest); done {
-			return code
-		}
-		rest = fs.Args()
-		if len(rest) > 0 {
-			ids = append(ids, rest[0])
-			rest = rest[1:]
-		}
+	verb, ids, code, done := parseVerb(fs, s, args, "changes needs what to do: list, diff ID, apply ID or rm ID")
+	if done {
+		return code
 	}
 	want := map[string]int{"list": 0, "diff": 1, "apply": 1, "rm": 1}
 	n, ok := want[verb]

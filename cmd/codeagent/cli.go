@@ -158,6 +158,33 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, false
 }
 
+// parseVerb parses the arguments of a command with verbs (sessions,
+// changes): VERB [NAME]... with flags before or after the names. missing
+// is the usage line when no verb is given; -h as the verb prints the usage.
+// done reports that the command must stop with code.
+func parseVerb(fs *flag.FlagSet, s stdio, args []string, missing string) (verb string, names []string, code int, done bool) {
+	switch {
+	case len(args) == 0:
+		return "", nil, usageLine(fs, s, "%s", missing), true
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+		fs.Usage()
+		printHelpTail(s.err, strings.TrimPrefix(fs.Name(), "codeagent "))
+		return "", nil, exitOK, true
+	}
+	verb, rest := args[0], args[1:]
+	for len(rest) > 0 {
+		if code, done := parseFlags(fs, rest); done {
+			return "", nil, code, true
+		}
+		rest = fs.Args()
+		if len(rest) > 0 {
+			names = append(names, rest[0])
+			rest = rest[1:]
+		}
+	}
+	return verb, names, 0, false
+}
+
 // usageLine is a usage error of fs's command: one line saying what is
 // wrong and where the usage is (exit 2).
 func usageLine(fs *flag.FlagSet, s stdio, format string, a ...any) int {

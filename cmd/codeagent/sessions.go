@@ -23,26 +23,9 @@ func cmdSessions(ctx context.Context, s stdio, args []string) int {
 	dir := dataDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	olderThan := fs.String("older-than", "", "with prune: remove sessions unused for this long (e.g. 7d, 36h)")
-	switch {
-	case len(args) == 0:
-		return usageLine(fs, s, "sessions needs what to do: list, show NAME, rm NAME or prune --older-than AGE")
-	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
-		fs.Usage()
-		printHelpTail(s.err, strings.TrimPrefix(fs.Name(), "codeagent "))
-		return exitOK
-	}
-	verb, rest := args[0], args[1:]
-	// Flags may come before or after the name.
-	var names []string
-	for len(rest) > 0 {
-		if code, done := parseFlags(fs, rest); done {
-			return code
-		}
-		rest = fs.Args()
-		if len(rest) > 0 {
-			names = append(names, rest[0])
-			rest = rest[1:]
-		}
+	verb, names, code, done := parseVerb(fs, s, args, "sessions needs what to do: list, show NAME, rm NAME or prune --older-than AGE")
+	if done {
+		return code
 	}
 	err := runSessions(ctx, s, sessionsOptions{Verb: verb, Names: names, DataDir: *dir, JSON: *asJSON, OlderThan: *olderThan})
 	return exitCodeFor(s.err, err)
