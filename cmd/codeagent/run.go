@@ -132,6 +132,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	res, fin, err := runRun(ctx, o, s)
 	defer fin.close()
 	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
+		fin.keep(o, s) // an interrupted run's changes are kept, never applied
 		return code
 	}
 	return runExit(s, o, res, fin, err)

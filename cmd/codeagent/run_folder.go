@@ -202,6 +202,25 @@ func (fin *folderFinish) finish(o runOptions, s stdio, res *agent.Result) (*fold
 	return finishFolder(o, s, fin.dataDir, fin.f, fin.ws, res)
 }
 
+// keep keeps the changes of a run that was interrupted, without asking,
+// and says where they are.
+func (fin *folderFinish) keep(o runOptions, s stdio) {
+	if fin == nil || fin.f == nil {
+		return
+	}
+	changes, _, err := fin.f.FolderChanges(fin.ws, workspace.Limits{})
+	if err == nil && len(changes) > 0 {
+		var k *workspace.Kept
+		if k, err = workspace.Keep(fin.dataDir, fin.f, fin.ws, o.Task, changes); err == nil {
+			printErr(s.err, "the folder is unchanged; the run's %d change(s) are kept: 'codeagent changes diff %s', 'codeagent changes apply %s'",
+				len(changes), k.ID, k.ID)
+		}
+	}
+	if err != nil {
+		printErr(s.err, "the run's changes to %s: %v", fin.f.Dir, err)
+	}
+}
+
 func (fin *folderFinish) close() {
 	if fin != nil && fin.ws != nil {
 		fin.ws.Close()

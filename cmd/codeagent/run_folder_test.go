@@ -313,3 +313,44 @@ print("done")
 		}
 	}
 }
+
+// Ctrl-C during a run in a folder keeps what the run changed, applies
+// nothing, and says where it is.
+func TestRunInFolderInterruptedKeepsChanges(t *testing.T) {
+	dir := userFolder(t)
+	before := treeLook(t, dir)
+	data := t.TempDir()
+	_, flags := modelServer(t, pyAnswer("open('report.txt', 'w').write('partial\\n')\nimport time\ntime.sleep(30)\n"))
+	cmd := exec.Command(mcpBinary(t), append(append([]string{"run", "--data-dir", data, "--apply", "--progress"}, flags...),
+		"--no-verify", "write report.txt")...)
+	cmd.Dir = dir
+	var errb syncBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(errb.String(), "running") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still running 30s after SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !keptRE.MatchString(errb.String()) {
+		t.Fatalf("exit %d, want 130 with the changes kept:\n%s", code, errb.String())
+	}
+	if after := treeLook(t, dir); after != before {
+		t.Errorf("an interrupted run changed the folder:\n%s", after)
+	}
+	code, stdout, _ := runBinary(t, "", nil, "changes", "diff", "--data-dir", data, keptRE.FindStringSubmatch(errb.String())[1])
+	if code != 0 || !strings.Contains(stdout, "added    solution.py") {
+		t.Errorf("changes diff: exit %d\n%s", code, stdout)
+	}
+}

@@ -20,6 +20,9 @@ func runInterrupted(t *testing.T, sig syscall.Signal, after time.Duration, args 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	time.AfterFunc(after, func() { cancel(interrupt{sig}) })
+	if len(args) > 0 && args[0] == "run" {
+		args = append([]string{"run", "--no-folder"}, args[1:]...) // as runCLI
+	}
 	var out, errb bytes.Buffer
 	code := run(ctx, args, stdio{in: strings.NewReader(""), out: &out, err: &errb})
 	return code, out.String(), errb.String()
