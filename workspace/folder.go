@@ -65,6 +65,16 @@ type Folder struct {
 	// Skipped are entries not offered (links, devices, other mounts).
 	Skipped []Skipped
 	Bytes   int64
+
+	// seeded is each copy Seed made: its inode and change time, which
+	// only a change of the copy moves (a program cannot set a ctime), so
+	// that FolderChanges need not read an untouched file.
+	seeded map[string]seedID
+}
+
+type seedID struct {
+	ino   uint64
+	ctime int64
 }
 
 // folderNoise are directories neither offered nor compared: the caches
@@ -194,11 +204,13 @@ func (f *Folder) Seed(w *Workspace) error {
 		}
 		dfd.Close()
 	}
-	paths := f.paths()
-	for _, rel := range paths {
-		if err := seedOne(src, dst, rel, f.Files[rel]); err != nil {
+	f.seeded = make(map[string]seedID, len(f.Files))
+	for _, rel := range f.paths() {
+		id, err := seedOne(src, dst, rel, f.Files[rel])
+		if err != nil {
 			return fmt.Errorf("copy %s from the folder: %w", rel, err)
 		}
+		f.seeded[rel] = id
 	}
 	return nil
 }
@@ -212,19 +224,20 @@ func (f *Folder) paths() []string {
 	return paths
 }
 
-// seedOne copies one file, checking that it is still the one scanned.
-func seedOne(src, dst *os.File, rel string, want FolderFile) error {
+// seedOne copies one file, checking that it is still the one scanned, and
+// returns the copy's identity.
+func seedOne(src, dst *os.File, rel string, want FolderFile) (seedID, error) {
 	in, _, err := openRegular(src, rel)
 	if err != nil {
-		return err
+		return seedID{}, err
 	}
 	defer in.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(in.Fd()), &st); err != nil {
-		return err
+		return seedID{}, err
 	}
 	if st.Ino != want.Ino {
-		return fmt.Errorf("replaced while the run started")
+		return seedID{}, fmt.Errorf("replaced while the run started")
 	}
 	mode := os.FileMode(0o644)
 	if want.Mode&0o111 != 0 {
@@ -232,15 +245,18 @@ func seedOne(src, dst *os.File, rel string, want FolderFile) error {
 	}
 	out, err := openBeneath(dst, rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode, false)
 	if err != nil {
-		return err
+		return seedID{}, err
 	}
+	defer out.Close()
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
+		return seedID{}, err
 	}
 	mt := time.Unix(0, want.MTime)
 	_ = unix.Futimes(int(out.Fd()), []unix.Timeval{unix.NsecToTimeval(time.Now().UnixNano()), unix.NsecToTimeval(mt.UnixNano())})
-	return out.Close()
+	if err := unix.Fstat(int(out.Fd()), &st); err != nil {
+		return seedID{}, err
+	}
+	return seedID{ino: st.Ino, ctime: st.Ctim.Nano()}, out.Close()
 }
 
 // Change is one difference between the workspace after a run and the
@@ -290,6 +306,9 @@ func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skip
 		seen[rel] = true
 		old, had := f.Files[rel]
 		kind := ChangeAdded
+		if id, ok := f.seeded[rel]; ok && id.ino == st.Ino && id.ctime == st.Ctim.Nano() {
+			return nil // the copy Seed made, untouched
+		}
 		if had {
 			same, err := sameContents(ws, src, rel, st.Size, old.Size)
 			if err != nil {

@@ -225,3 +225,20 @@ func TestKeptChanges(t *testing.T) {
 		t.Errorf("a path as ID: %v", err)
 	}
 }
+
+// A change that keeps a file's size and puts its modification time back
+// is still a change: the copy's change time moved.
+func TestFolderChangesSeeSameSizeEdits(t *testing.T) {
+	dir := project(t)
+	f, ws := seeded(t, dir)
+	p := filepath.Join(ws.Dir, "sales.csv")
+	fi, _ := os.Stat(p)
+	if err := os.WriteFile(p, []byte("month,revenue\njan,99\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	changes, _, err := f.FolderChanges(ws, Limits{})
+	if err != nil || len(changes) != 1 || changes[0].Path != "sales.csv" || changes[0].Kind != ChangeModified {
+		t.Errorf("changes = %v, %v", changes, err)
+	}
+}
