@@ -91,7 +91,15 @@ func ScanFolder(dir string, lim FolderLimits) (*Folder, error) {
 	}
 	defer d.Close()
 	f := &Folder{Dir: d.Name(), Files: map[string]FolderFile{}}
+	var held []Skipped
 	w, err := walkTree(d, func(rel string, st *unix.Stat_t) error {
+		if heldBack(path.Base(rel), st.Mode&unix.S_IFMT == unix.S_IFDIR) {
+			held = append(held, Skipped{rel, HeldBack})
+			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				return errSkipDir
+			}
+			return nil
+		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if len(f.Dirs) >= lim.MaxEntries {
 				return fmt.Errorf("folder %s holds more than %d directories: %w", dir, lim.MaxEntries, ErrFolderTooLarge)
@@ -110,11 +118,44 @@ func ScanFolder(dir string, lim FolderLimits) (*Folder, error) {
 			CTime: st.Ctim.Nano(), Ino: st.Ino, Dev: uint64(st.Dev)}
 		return nil
 	})
-	f.Skipped = w
+	f.Skipped = append(held, w...)
 	if err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// HeldBack is the reason of a Skipped entry that ScanFolder held back.
+const HeldBack = "held back: it may hold secrets"
+
+// errSkipDir, from a visit of a directory, leaves it out of the walk.
+var errSkipDir = errors.New("skip this directory")
+
+// Files and directories that commonly hold credentials are held back from
+// the run (the program's output goes to the model): environment files,
+// private keys and the tools' credential stores. Held back, they are
+// neither offered nor, since the run never had them, deleted by it.
+var (
+	heldBackDirs  = map[string]bool{".ssh": true, ".aws": true, ".gnupg": true, ".docker": true, ".kube": true, ".azure": true}
+	heldBackFiles = map[string]bool{".netrc": true, ".npmrc": true, ".pypirc": true, ".git-credentials": true, "credentials.json": true,
+		"id_rsa": true, "id_dsa": true, "id_ecdsa": true, "id_ed25519": true}
+	heldBackExts = []string{".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"}
+)
+
+// heldBack reports whether an entry of that name is held back.
+func heldBack(name string, dir bool) bool {
+	if dir {
+		return heldBackDirs[name]
+	}
+	if heldBackFiles[name] || name == ".env" || (strings.HasPrefix(name, ".env.") && name != ".env.example" && name != ".env.sample") {
+		return true
+	}
+	for _, ext := range heldBackExts {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // walkTree visits the directories (parents first) and regular files
@@ -156,7 +197,9 @@ func walkTree(d *os.File, visit func(rel string, st *unix.Stat_t) error) ([]Skip
 					skipped = append(skipped, Skipped{rel, skippedMount})
 					continue
 				}
-				if err := visit(rel, &st); err != nil {
+				if err := visit(rel, &st); errors.Is(err, errSkipDir) {
+					continue
+				} else if err != nil {
 					return err
 				}
 				sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -242,3 +242,34 @@ func TestFolderChangesSeeSameSizeEdits(t *testing.T) {
 		t.Errorf("changes = %v, %v", changes, err)
 	}
 }
+
+// Files that commonly hold credentials are not offered to the run, and
+// the run does not delete them.
+func TestFolderHoldsBackSecrets(t *testing.T) {
+	dir := project(t)
+	for _, rel := range []string{".env", ".env.production", "deploy.pem", ".ssh/id_ed25519", ".aws/credentials"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o700)
+		os.WriteFile(filepath.Join(dir, rel), []byte("SECRET=1\n"), 0o600)
+	}
+	os.WriteFile(filepath.Join(dir, ".env.example"), []byte("SECRET=\n"), 0o644)
+	f, ws := seeded(t, dir)
+	for _, rel := range []string{".env", ".env.production", "deploy.pem", ".ssh", ".aws"} {
+		if _, err := os.Lstat(filepath.Join(ws.Dir, rel)); err == nil {
+			t.Errorf("%s was offered to the run", rel)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws.Dir, ".env.example")); err != nil {
+		t.Errorf(".env.example was held back: %v", err)
+	}
+	changes, _, err := f.FolderChanges(ws, Limits{})
+	if err != nil || len(changes) != 0 {
+		t.Errorf("changes of an untouched run: %v %v", changes, err)
+	}
+	// A program that writes .env does not replace the user's.
+	os.WriteFile(filepath.Join(ws.Dir, ".env"), []byte("SECRET=stolen\n"), 0o644)
+	changes, _, _ = f.FolderChanges(ws, Limits{})
+	_, refused, _ := Apply(dir, ws.Dir, f.Files, changes)
+	if b, _ := os.ReadFile(filepath.Join(dir, ".env")); string(b) != "SECRET=1\n" || len(refused) != 1 {
+		t.Errorf(".env = %q, refused %v", b, refused)
+	}
+}

@@ -50,6 +50,18 @@ func offerFolder(dir string, s stdio) *workspace.Folder {
 	if err != nil {
 		return notOffered(err)
 	}
+	var held []string
+	for _, sk := range f.Skipped {
+		if sk.Reason == workspace.HeldBack {
+			held = append(held, sk.Path)
+		}
+	}
+	if len(held) > 0 {
+		if len(held) > 5 {
+			held = append(held[:5], fmt.Sprintf("and %d more", len(held)-5))
+		}
+		printErr(s.err, "not offered to the program, as they may hold secrets: %s (--no-folder --file FILE offers one)", strings.Join(held, ", "))
+	}
 	return f
 }
 

@@ -37,7 +37,7 @@ func userFolder(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	for rel, data := range map[string]string{"sales.csv": runSalesCSV, "notes.txt": "todo\n", "old.txt": "old\n",
-		"sub/keep.txt": "keep\n", ".git/HEAD": "ref: refs/heads/main\n"} {
+		"sub/keep.txt": "keep\n", ".git/HEAD": "ref: refs/heads/main\n", ".env": "API_KEY=sk-folder-secret\n"} {
 		p := filepath.Join(dir, rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, []byte(data), 0o640); err != nil {
@@ -89,11 +89,20 @@ func TestRunInFolderKeepsChangesUntilApplied(t *testing.T) {
 	dir := userFolder(t)
 	data := t.TempDir()
 	before := treeLook(t, dir)
-	_, flags := modelServer(t, pyAnswer(folderProgram))
+	srv, flags := modelServer(t, pyAnswer(folderProgram))
 	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", data}, flags...),
 		"--no-verify", "--diff", "Sum the revenue in sales.csv into report.txt")...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	// The model is told the folder's files, but not of .env, which is
+	// held back and named.
+	if req := srv.Requests()[0].Text(); !strings.Contains(req, "sales.csv") || !strings.Contains(req, "| date,product") ||
+		strings.Contains(req, ".env") || strings.Contains(req, "sk-folder-secret") {
+		t.Errorf("the model's first request:\n%s", req)
+	}
+	if !strings.Contains(stderr, "not offered to the program, as they may hold secrets: .env") {
+		t.Errorf("stderr does not name the held-back .env:\n%s", stderr)
 	}
 	if after := treeLook(t, dir); after != before {
 		t.Fatalf("the folder changed without being told:\nbefore:\n%safter:\n%s", before, after)
