@@ -26,7 +26,8 @@ import (
 // named. It works by descriptor beneath dir and follows no link.
 //
 // A new or modified file is written beside its name and renamed into place
-// (a crash leaves the old file whole); a modified file keeps its owner and
+// (a crash leaves the old file whole; a modified file is exchanged with
+// its replacement and checked once more, see replaceChecked); a modified file keeps its owner and
 // permission bits (setuid, setgid and sticky dropped), a new one gets 0644
 // or 0755 and, when root applies, the owner of its directory. A file's
 // other hard links keep the old contents; extended attributes are not
@@ -122,13 +123,7 @@ func applyOne(folder, from *os.File, c Change, base map[string]FolderFile) (stri
 			return "it appeared in the folder while the changes were applied: not replaced", nil
 		}
 	} else {
-		// Checked again right before the rename, so that a save made while
-		// the contents were copied is not lost.
-		if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !was.same(&st) {
-			unix.Unlinkat(pfd, tmp, 0)
-			return "it changed in the folder since the run started: not replaced", nil
-		}
-		err = unix.Renameat(pfd, tmp, pfd, name)
+		return replaceChecked(pfd, tmp, name, was)
 	}
 	if err != nil {
 		unix.Unlinkat(pfd, tmp, 0)
@@ -136,6 +131,45 @@ func applyOne(folder, from *os.File, c Change, base map[string]FolderFile) (stri
 	}
 	return "", nil
 }
+
+// replaceChecked puts the new file tmp in place of name, in the directory
+// pfd, if name is still the file was describes. The two are exchanged
+// (RENAME_EXCHANGE), so that the name always holds a whole file, and the
+// file that comes out is checked: one saved over name since the run
+// started, even a moment ago, is put back, and the change refused. The
+// exchange also spares ext4 the flush it makes on a rename over an
+// existing file (auto_da_alloc), which made applying three times slower.
+func replaceChecked(pfd int, tmp, name string, was FolderFile) (string, error) {
+	const changed = "it changed in the folder since the run started: not replaced"
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !was.same(&st) {
+		unix.Unlinkat(pfd, tmp, 0)
+		return changed, nil
+	}
+	if beforeExchange != nil {
+		beforeExchange(pfd, name)
+	}
+	if err := unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_EXCHANGE); err != nil {
+		unix.Unlinkat(pfd, tmp, 0)
+		return "", err
+	}
+	// The rename itself moved the change time; the rest must be as before.
+	out := was
+	out.CTime = 0
+	if err := unix.Fstatat(pfd, tmp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !out.same(&unix.Stat_t{
+		Mode: st.Mode, Size: st.Size, Ino: st.Ino, Dev: st.Dev, Mtim: st.Mtim}) {
+		// Saved over in the meantime: the user's file goes back.
+		if unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_EXCHANGE) == nil {
+			unix.Unlinkat(pfd, tmp, 0)
+		}
+		return changed, nil
+	}
+	return "", unix.Unlinkat(pfd, tmp, 0)
+}
+
+// beforeExchange, when set by a test, runs between replaceChecked's check
+// and its exchange: where a user's save would be raced.
+var beforeExchange func(pfd int, name string)
 
 // openParent opens the directory rel beneath folder ("" is folder itself),
 // making missing directories when create is set, each owned, when root

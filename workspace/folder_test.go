@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // project makes a folder as a user has it.
@@ -145,6 +147,45 @@ func TestFolderApply(t *testing.T) {
 	applied, refused, _ = Apply(dir, ws.Dir, f.Files, changes)
 	if len(applied) != 0 || len(refused) != len(changes) {
 		t.Errorf("second apply: applied %v refused %v", applied, refused)
+	}
+}
+
+// A save the user makes in the moment between the last check of a file
+// and its replacement is not lost: the saved file is put back and the
+// change refused.
+func TestFolderApplyKeepsASaveRacingTheReplacement(t *testing.T) {
+	dir := project(t)
+	f, ws := seeded(t, dir)
+	os.WriteFile(filepath.Join(ws.Dir, "sales.csv"), []byte("run's\n"), 0o644)
+	changes, _, _ := f.FolderChanges(ws, Limits{})
+	beforeExchange = func(pfd int, name string) {
+		// An in-place save keeping the size and the modification time,
+		// which only the inode's change time would tell...
+		fd, err := unix.Openat(pfd, name, unix.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		unix.Pwrite(fd, []byte("M"), 0)
+		unix.Close(fd)
+		// ...and one that replaces the file, as editors do.
+		if err := os.WriteFile(filepath.Join(dir, "saved.tmp"), []byte("user's save\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		if err := unix.Renameat(unix.AT_FDCWD, filepath.Join(dir, "saved.tmp"), pfd, name); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { beforeExchange = nil })
+	applied, refused, err := Apply(dir, ws.Dir, f.Files, changes)
+	if err != nil || len(applied) != 0 || len(refused) != 1 {
+		t.Fatalf("applied %v refused %v: %v", applied, refused, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "sales.csv")); string(got) != "user's save\n" {
+		t.Errorf("sales.csv = %q, want the user's save", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".codeagent-apply-*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
 
