@@ -149,7 +149,16 @@ func replaceChecked(pfd int, tmp, name string, was FolderFile) (string, error) {
 	if beforeExchange != nil {
 		beforeExchange(pfd, name)
 	}
-	if err := unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_EXCHANGE); err != nil {
+	err := unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+		// A file system without exchange (NFS, some FUSE): renamed over,
+		// checked just before.
+		err = unix.Renameat(pfd, tmp, pfd, name)
+		if err == nil {
+			return "", nil
+		}
+	}
+	if err != nil {
 		unix.Unlinkat(pfd, tmp, 0)
 		return "", err
 	}
