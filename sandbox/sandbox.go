@@ -79,12 +79,34 @@ type Spec struct {
 	// limit rests on the disk watcher. The Docker and Kubernetes backends
 	// copy writes back at the end all the same.
 	LiveWorkspace bool
+	// Binds are host directories shown read-only to the program, below
+	// BindRoot (a dependency environment, say). Each Source must be a
+	// directory that no sandbox can write, reached without symbolic
+	// links; nothing below it is set-user-ID or a device to the program
+	// (nosuid, nodev). A backend that cannot bind refuses the spec with
+	// an error wrapping ErrInvalidSpec.
+	Binds []Bind
 	// Network, when set, lets the program reach the hosts it allows
 	// through codeagent's proxy; nil (the default) is no network. Gateway
 	// is set by the egress layer (see Gateway).
 	Network *Network
 	Gateway Gateway
 }
+
+// Bind is a host directory shown read-only inside the sandbox.
+type Bind struct {
+	// Source is the absolute host path of the directory.
+	Source string
+	// Path is where it appears: a clean absolute path below BindRoot.
+	Path string
+}
+
+// BindRoot is the directory below which Binds appear in a sandbox, and
+// MaxBinds the most a spec may have.
+const (
+	BindRoot = "/deps"
+	MaxBinds = 8
+)
 
 // File is a read-only file placed inside the sandbox.
 type File struct {
