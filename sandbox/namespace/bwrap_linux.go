@@ -99,7 +99,7 @@ const (
 // writeIDMaps), which bwrap then waits for, and the launcher was born in a
 // network namespace of its own, empty but for a loopback interface (see
 // startInMinimalRoot), which the sandbox keeps rather than making one.
-func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, asRoot bool, tmp []tmpFile) []string {
+func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace string, asRoot bool, tmp []tmpFile, binds []bindOption) []string {
 	size := strconv.FormatInt(lim.Disk, 10)
 	shm := strconv.FormatInt(min(lim.Disk, lim.Memory), 10)
 	uid := strconv.Itoa(sandboxUID)
@@ -135,6 +135,7 @@ func bwrapOptions(lay layout, spec sandbox.Spec, lim sandbox.Limits, workspace s
 		"--size", size, "--tmpfs", "/tmp",
 		"--bind", workspace, sandbox.WorkspacePath,
 	)
+	args = append(args, bindOptions(binds)...)
 	// Files are written into the sandbox's root (a tmpfs, read-only after
 	// --remount-ro below) rather than each bound from its own mount: bwrap
 	// rereads the mount table after every bind, and a file costs no mount.

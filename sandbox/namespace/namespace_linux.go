@@ -259,8 +259,12 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	stdout := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stdout, Stream: r.spec.Stream}
 	stderr := &sandbox.CappedBuffer{Cap: r.lim.Output, Live: r.spec.Stderr, Stream: r.spec.Stream}
 	drained := l.collect(stdout, stderr)
+	binds, err := r.b.attachBinds(l, r.spec.Binds)
+	if err != nil {
+		return res, &sandbox.SetupError{Reason: "bind directories", Err: err}
+	}
 	tmp := r.b.tmpFilesFor(r.spec)
-	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot(), tmp), r.b.seccomp, r.spec.Files, tmp, r.spec.Stdin)
+	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot(), tmp, binds), r.b.seccomp, r.spec.Files, tmp, r.spec.Stdin)
 
 	childPid, err := readChildPid(l.infoR)
 	if err == nil {

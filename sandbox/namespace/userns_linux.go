@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/procid"
+	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 )
 
@@ -93,7 +94,10 @@ func prepareMountDir(tmp string) (string, error) {
 	err = errors.Join(os.Chmod(dir, 0o711), os.Mkdir(filepath.Join(dir, "ws"), 0o755),
 		os.Mkdir(filepath.Join(dir, "lower"), 0o700), os.Mkdir(filepath.Join(dir, "up"), 0o700),
 		os.Mkdir(filepath.Join(dir, "empty"), 0o555), os.Mkdir(filepath.Join(dir, minimalRootDir), 0o700),
-		os.WriteFile(filepath.Join(dir, "empty.txt"), nil, 0o444))
+		os.WriteFile(filepath.Join(dir, "empty.txt"), nil, 0o444), os.Mkdir(filepath.Join(dir, "bind"), 0o711))
+	for i := 0; err == nil && i < sandbox.MaxBinds; i++ {
+		err = os.Mkdir(filepath.Join(dir, "bind", strconv.Itoa(i)), 0o755)
+	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return "", err

@@ -149,7 +149,7 @@ func (b *Backend) startWarm() (*warmInterp, error) {
 	// The workspace is an empty root-owned directory until the execution's
 	// is mounted over it.
 	tmp := b.tmpFilesFor(spec)
-	l.start(bwrapOptions(b.layout, spec, lim, b.mnt+"/empty", true, tmp), b.seccomp, spec.Files, tmp, pr)
+	l.start(bwrapOptions(b.layout, spec, lim, b.mnt+"/empty", true, tmp, nil), b.seccomp, spec.Files, tmp, pr)
 	childPid, err := readChildPid(l.infoR)
 	if err != nil {
 		return fail(err)

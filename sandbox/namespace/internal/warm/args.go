@@ -37,8 +37,8 @@ func startupVar(k string) bool {
 // with env over them), as KEY=VALUE. Whether the backend can run anything
 // warm at all (root, cgroups) is the backend's to say before it asks.
 func Args(spec sandbox.Spec, lim sandbox.Limits, environ func(env map[string]string) []string) ([]string, bool) {
-	if spec.Network != nil || spec.Gateway != nil {
-		return nil, false // a warm sandbox has no network
+	if spec.Network != nil || spec.Gateway != nil || len(spec.Binds) > 0 {
+		return nil, false // a warm sandbox has no network, nor binds
 	}
 	c := spec.Command
 	if len(c) < 2 || c[0] != "python3" {

@@ -1,0 +1,156 @@
+package deps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// Where an environment appears in a program's sandbox, and the variable
+// that puts it first on Python's path (the image's packages stay after it).
+const (
+	PythonPath = sandbox.BindRoot + "/python"
+	wheelsPath = sandbox.BindRoot + "/wheels"
+)
+
+// InstallLimits are an install's default limits: pip resolves and unpacks
+// in memory, and an environment is bigger than a program's outputs.
+func InstallLimits() sandbox.Limits {
+	return sandbox.Limits{WallTime: 10 * time.Minute, CPUTime: 10 * time.Minute, Memory: 1 << 30,
+		Disk: 2 << 30, FileSize: 1 << 30, Processes: 64, Output: 1 << 20}
+}
+
+// InstallError is an install that did not succeed: pip's error lines,
+// which name the package (not found, no wheel, a conflict), or the reason
+// the install could not run.
+type InstallError struct {
+	Message string
+	Output  string // the tail of pip's output
+}
+
+func (e *InstallError) Error() string { return "install dependencies: " + e.Message }
+
+// installSpec is the sandbox.Spec that installs r (normalised) into the
+// workspace dir: pip, from the index (the only host the sandbox may reach)
+// or from the wheelhouse bound read-only with no network at all, into
+// dir/site, with a report of what it installed in dir/report.json.
+func installSpec(r Request, dir string, lim sandbox.Limits) (sandbox.Spec, error) {
+	cmd := []string{"python3", "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+		"--no-cache-dir", "--no-warn-script-location", "--progress-bar", "off",
+		"--target", sandbox.WorkspacePath + "/site", "--report", sandbox.WorkspacePath + "/report.json"}
+	if !r.AllowSource {
+		cmd = append(cmd, "--only-binary", ":all:")
+	}
+	spec := sandbox.Spec{Workspace: dir, Limits: lim,
+		Files: []sandbox.File{{Path: "/code/requirements.txt", Data: []byte(strings.Join(r.Python, "\n") + "\n")}},
+		Env:   map[string]string{"PIP_CONFIG_FILE": "/dev/null", "PYTHONNOUSERSITE": "1", "HOME": "/tmp"}}
+	if r.FindLinks != "" {
+		cmd = append(cmd, "--no-index", "--find-links", wheelsPath)
+		spec.Binds = []sandbox.Bind{{Source: r.FindLinks, Path: wheelsPath}}
+	} else {
+		rules, err := allowRules(r.IndexURL)
+		if err != nil {
+			return spec, err
+		}
+		cmd = append(cmd, "--index-url", r.IndexURL)
+		spec.Network = &sandbox.Network{Allow: rules}
+	}
+	spec.Command = append(cmd, "-r", "/code/requirements.txt")
+	return spec, nil
+}
+
+// install runs the install of r into the empty directory dir with sb and
+// returns what it installed.
+func install(ctx context.Context, sb sandbox.Sandbox, r Request, dir string, lim sandbox.Limits) ([]Package, error) {
+	spec, err := installSpec(r, dir, lim)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sb.Run(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("install dependencies: %w", err)
+	}
+	if res.Status != sandbox.StatusOK {
+		out := string(res.Stderr)
+		return nil, &InstallError{Message: pipError(out, res), Output: tail(out+string(res.Stdout), 4000)}
+	}
+	return readReport(filepath.Join(dir, "report.json"))
+}
+
+// pipError is the message of a failed install: pip's ERROR lines, or the
+// sandbox's verdict when there are none (a timeout, the memory limit).
+func pipError(stderr string, res sandbox.Result) string {
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "ERROR: ") {
+			lines = append(lines, strings.TrimPrefix(l, "ERROR: "))
+		}
+	}
+	if len(lines) > 0 {
+		return tail(strings.Join(lines, "; "), 1000)
+	}
+	if res.Message != "" {
+		return res.Message
+	}
+	return fmt.Sprintf("pip ended with status %s (exit code %d): %s", res.Status, res.ExitCode, tail(strings.TrimSpace(stderr), 500))
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// Package is one installed distribution, as pip's report has it.
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// SHA256 is the hash of the archive it came from, when the index
+	// gave it.
+	SHA256 string `json:"sha256,omitempty"`
+	URL    string `json:"url,omitempty"`
+}
+
+// readReport reads pip's installation report (pip install --report).
+func readReport(path string) ([]Package, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("install dependencies: pip's report: %w", err)
+	}
+	var rep struct {
+		Install []struct {
+			DownloadInfo struct {
+				URL         string `json:"url"`
+				ArchiveInfo struct {
+					Hash   string            `json:"hash"`
+					Hashes map[string]string `json:"hashes"`
+				} `json:"archive_info"`
+			} `json:"download_info"`
+			Metadata struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+			} `json:"metadata"`
+		} `json:"install"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, errors.New("install dependencies: pip's report is not JSON")
+	}
+	out := make([]Package, 0, len(rep.Install))
+	for _, in := range rep.Install {
+		p := Package{Name: in.Metadata.Name, Version: in.Metadata.Version, URL: in.DownloadInfo.URL,
+			SHA256: in.DownloadInfo.ArchiveInfo.Hashes["sha256"]}
+		if h, ok := strings.CutPrefix(in.DownloadInfo.ArchiveInfo.Hash, "sha256="); ok && p.SHA256 == "" {
+			p.SHA256 = h
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

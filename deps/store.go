@@ -1,0 +1,452 @@
+package deps
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// DefaultMaxBytes is a store's default size cap.
+const DefaultMaxBytes = 5 << 30
+
+// Store keeps environments under Dir, one directory each, named by its
+// key:
+//
+//	KEY/env.json   what was asked and installed (Env)
+//	KEY/site/      the packages, bound read-only into executions
+//	KEY.lock       taken exclusively to install or remove KEY, shared by
+//	               each execution that uses it (flock)
+//	.staging-*     installs under way, or left by a crash (swept)
+//
+// An install runs in Sandbox in a staging directory of its own, which
+// becomes KEY in one rename once pip has succeeded: a failed or
+// interrupted install leaves nothing that Ensure would use. Requests for
+// one key, from this process or another, install once.
+type Store struct {
+	Dir string
+	// Sandbox runs installs (with the egress layer: they reach the index).
+	Sandbox sandbox.Sandbox
+	// Platform names the interpreter and machine the environments are
+	// for (a backend and its image): part of every key.
+	Platform string
+	// MaxBytes caps the environments' total size; past it, the least
+	// recently used not in use are removed after an install.
+	// 0 is DefaultMaxBytes.
+	MaxBytes int64
+	// Limits bound an install; zero fields take InstallLimits'.
+	Limits sandbox.Limits
+	Logger *slog.Logger
+
+	mu       sync.Mutex
+	inflight map[string]*sync.Mutex
+}
+
+// Env is an installed environment.
+type Env struct {
+	Key      string    `json:"key"`
+	Request  Request   `json:"request"`
+	Packages []Package `json:"packages"`
+	Size     int64     `json:"size"`
+	Created  time.Time `json:"created"`
+	// Used is when an execution last took it (the directory's mtime).
+	Used time.Time `json:"-"`
+	// Dir is the environment's directory on the host.
+	Dir string `json:"-"`
+}
+
+// Bind is the bind that shows e to a program, at PythonPath.
+func (e Env) Bind() sandbox.Bind {
+	return sandbox.Bind{Source: filepath.Join(e.Dir, "site"), Path: PythonPath}
+}
+
+// Apply makes spec's program see e: bound read-only and first on
+// PYTHONPATH.
+func (e Env) Apply(spec *sandbox.Spec) {
+	spec.Binds = append(spec.Binds, e.Bind())
+	env := make(map[string]string, len(spec.Env)+1)
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	if p := env["PYTHONPATH"]; p != "" {
+		env["PYTHONPATH"] = PythonPath + ":" + p
+	} else {
+		env["PYTHONPATH"] = PythonPath
+	}
+	spec.Env = env
+}
+
+// Lease is an environment in use: it is not removed until Release.
+type Lease struct {
+	Env
+	// Installed says this call installed it (a cache miss).
+	Installed bool
+	lock      *os.File
+}
+
+// Release lets the environment be removed again.
+func (l *Lease) Release() {
+	if l != nil && l.lock != nil {
+		l.lock.Close()
+		l.lock = nil
+	}
+}
+
+// Ensure returns the environment of req, installing it first when there
+// is none, held until the lease's Release. A request that cannot be
+// installed is an *InstallError (or wraps ErrInvalid).
+func (s *Store) Ensure(ctx context.Context, req Request) (*Lease, error) {
+	r, err := req.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	key, err := r.Key(s.Platform)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("environments: %w", err)
+	}
+	// One install per key in this process; the file lock covers others.
+	m := s.keyMutex(key)
+	m.Lock()
+	defer m.Unlock()
+	// Most often it is there: shared, as the executions that use it.
+	lock, err := s.lockKey(ctx, key, unix.LOCK_SH)
+	if err != nil {
+		return nil, err
+	}
+	env, err := s.load(key)
+	installed := false
+	if errors.Is(err, fs.ErrNotExist) {
+		// Exclusive to install: another process may have done it
+		// meanwhile, so look again.
+		lock.Close()
+		if lock, err = s.lockKey(ctx, key, unix.LOCK_EX); err != nil {
+			return nil, err
+		}
+		env, err = s.load(key)
+		if errors.Is(err, fs.ErrNotExist) {
+			env, err = s.install(ctx, r, key)
+			installed = err == nil
+		}
+		if err == nil {
+			// Shared from now on: others may use it, no one remove it.
+			err = unix.Flock(int(lock.Fd()), unix.LOCK_SH)
+		}
+	}
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	now := time.Now()
+	_ = os.Chtimes(env.Dir, now, now)
+	env.Used = now
+	if installed {
+		s.evict(key)
+	}
+	return &Lease{Env: env, Installed: installed, lock: lock}, nil
+}
+
+func (s *Store) keyMutex(key string) *sync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight == nil {
+		s.inflight = map[string]*sync.Mutex{}
+	}
+	m := s.inflight[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		s.inflight[key] = m
+	}
+	return m
+}
+
+// lockKey takes key's lock file in mode (LOCK_EX or LOCK_SH), waiting
+// until ctx ends.
+func (s *Store) lockKey(ctx context.Context, key string, mode int) (*os.File, error) {
+	for {
+		f, err := s.tryLock(key, mode)
+		if !errors.Is(err, ErrInUse) {
+			return f, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// tryLock takes key's lock file in mode now, or returns ErrInUse. Lock
+// files stay: removing one could give two holders their own.
+func (s *Store) tryLock(key string, mode int) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(s.Dir, key+".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("environments: %w", err)
+	}
+	err = unix.Flock(int(f.Fd()), mode|unix.LOCK_NB)
+	if err == nil {
+		return f, nil
+	}
+	f.Close()
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return nil, fmt.Errorf("%w: %s", ErrInUse, key)
+	}
+	return nil, fmt.Errorf("environments: lock %s: %w", key, err)
+}
+
+// load reads the environment key, or fs.ErrNotExist.
+func (s *Store) load(key string) (Env, error) {
+	dir := filepath.Join(s.Dir, key)
+	b, err := os.ReadFile(filepath.Join(dir, "env.json"))
+	if err != nil {
+		return Env{}, err
+	}
+	var e Env
+	if err := json.Unmarshal(b, &e); err != nil || e.Key != key {
+		return Env{}, fmt.Errorf("environment %s: a damaged env.json (remove it with codeagent envs rm %s)", key, key)
+	}
+	e.Dir = dir
+	if fi, err := os.Stat(dir); err == nil {
+		e.Used = fi.ModTime()
+	}
+	return e, nil
+}
+
+// install installs r as key: in a staging directory, renamed into place
+// once pip has succeeded; removed otherwise.
+func (s *Store) install(ctx context.Context, r Request, key string) (Env, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	staging := filepath.Join(s.Dir, ".staging-"+key+"-"+hex.EncodeToString(b[:]))
+	if err := os.Mkdir(staging, 0o755); err != nil {
+		return Env{}, fmt.Errorf("environments: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = os.RemoveAll(staging)
+		}
+	}()
+	lim := InstallLimits().Overlay(s.Limits)
+	start := time.Now()
+	pkgs, err := install(ctx, s.Sandbox, r, staging, lim)
+	if err != nil {
+		return Env{}, err
+	}
+	if fi, err := os.Lstat(filepath.Join(staging, "site")); err != nil || !fi.IsDir() {
+		if err := os.Mkdir(filepath.Join(staging, "site"), 0o755); err != nil {
+			return Env{}, fmt.Errorf("environments: %w", err)
+		}
+	}
+	_ = os.Remove(filepath.Join(staging, "report.json"))
+	env := Env{Key: key, Request: r, Packages: pkgs, Size: dirSize(staging), Created: time.Now().UTC().Truncate(time.Second)}
+	data, err := json.MarshalIndent(env, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(staging, "env.json"), append(data, '\n'), 0o644)
+	}
+	if err == nil {
+		err = unix.Renameat2(unix.AT_FDCWD, staging, unix.AT_FDCWD, filepath.Join(s.Dir, key), unix.RENAME_NOREPLACE)
+	}
+	if err != nil {
+		return Env{}, fmt.Errorf("environments: %w", err)
+	}
+	done = true
+	env.Dir = filepath.Join(s.Dir, key)
+	if s.Logger != nil {
+		s.Logger.Info("installed dependencies", "env", key, "packages", len(pkgs), "bytes", env.Size, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return env, nil
+}
+
+// dirSize is the bytes of the regular files below dir, links not
+// followed.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// List returns the environments, the most recently used first.
+func (s *Store) List() ([]Env, error) {
+	ents, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Env
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if env, err := s.load(e.Name()); err == nil {
+			out = append(out, env)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Used.After(out[j].Used) })
+	return out, nil
+}
+
+// ErrInUse is returned by Remove for an environment an execution holds.
+var ErrInUse = errors.New("the environment is in use")
+
+// Remove removes the environment key (a prefix of at least 6 characters
+// names it too) unless it is in use.
+func (s *Store) Remove(key string) error {
+	key, err := s.resolve(key)
+	if err != nil {
+		return err
+	}
+	lock, err := s.tryLock(key, unix.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	return s.removeLocked(key)
+}
+
+// removeLocked removes key, whose lock is held: first out of its name, so
+// that no one finds it half removed.
+func (s *Store) removeLocked(key string) error {
+	dir := filepath.Join(s.Dir, key)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	gone := filepath.Join(s.Dir, ".staging-removed-"+hex.EncodeToString(b[:]))
+	if err := os.Rename(dir, gone); err != nil {
+		return fmt.Errorf("remove environment %s: %w", key, err)
+	}
+	return os.RemoveAll(gone)
+}
+
+// resolve finds the key that key names, whole or by a unique prefix.
+func (s *Store) resolve(key string) (string, error) {
+	if len(key) < 6 || strings.ContainsAny(key, "/.") {
+		return "", fmt.Errorf("%w: environment %q: give its key (at least 6 characters)", ErrInvalid, key)
+	}
+	envs, err := s.List()
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, e := range envs {
+		if strings.HasPrefix(e.Key, key) {
+			found = append(found, e.Key)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%w: no environment %s", fs.ErrNotExist, key)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%w: %s names %d environments", ErrInvalid, key, len(found))
+}
+
+// Prune removes the least recently used environments not in use until
+// the rest take at most maxBytes (0 removes every one not in use), and
+// the leftovers of crashed installs. It returns what it removed.
+func (s *Store) Prune(maxBytes int64) ([]Env, error) {
+	envs, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	s.sweep()
+	var total int64
+	for _, e := range envs {
+		total += e.Size
+	}
+	var removed []Env
+	for i := len(envs) - 1; i >= 0 && total > maxBytes; i-- {
+		e := envs[i]
+		lock, err := s.tryLock(e.Key, unix.LOCK_EX)
+		if err != nil {
+			continue // in use
+		}
+		if s.removeLocked(e.Key) == nil {
+			total -= e.Size
+			removed = append(removed, e)
+		}
+		lock.Close()
+	}
+	return removed, nil
+}
+
+// evict keeps the store within MaxBytes after an install, sparing keep.
+func (s *Store) evict(keep string) {
+	most := s.MaxBytes
+	if most <= 0 {
+		most = DefaultMaxBytes
+	}
+	envs, err := s.List()
+	if err != nil {
+		return
+	}
+	var total int64
+	for _, e := range envs {
+		total += e.Size
+	}
+	for i := len(envs) - 1; i >= 0 && total > most; i-- {
+		e := envs[i]
+		if e.Key == keep {
+			continue
+		}
+		lock, err := s.tryLock(e.Key, unix.LOCK_EX)
+		if err != nil {
+			continue // in use
+		}
+		if s.removeLocked(e.Key) == nil {
+			total -= e.Size
+			if s.Logger != nil {
+				s.Logger.Info("removed the least recently used environment", "env", e.Key, "bytes", e.Size)
+			}
+		}
+		lock.Close()
+	}
+}
+
+// sweep removes staging directories no install holds: those of crashed
+// installs (an install under way holds its key's lock).
+func (s *Store) sweep() {
+	ents, _ := os.ReadDir(s.Dir)
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, ".staging-") {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(name, ".staging-"); ok && len(rest) > 13 && !strings.HasPrefix(rest, "removed-") {
+			key := rest[:len(rest)-13]
+			lock, err := s.tryLock(key, unix.LOCK_EX)
+			if err != nil {
+				continue
+			}
+			_ = os.RemoveAll(filepath.Join(s.Dir, name))
+			lock.Close()
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(s.Dir, name))
+	}
+}
