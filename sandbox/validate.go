@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -68,6 +69,9 @@ func (s Spec) validateBinds() error {
 		fi, err := os.Lstat(b.Source)
 		if err != nil || !fi.IsDir() {
 			return fmt.Errorf("%w: bind source %s is not a directory", ErrInvalidSpec, b.Source)
+		}
+		if real, err := filepath.EvalSymlinks(b.Source); err != nil || real != b.Source {
+			return fmt.Errorf("%w: bind source %s: a symbolic link on its path", ErrInvalidSpec, b.Source)
 		}
 	}
 	return nil

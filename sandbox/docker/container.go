@@ -61,9 +61,10 @@ type box struct {
 	id       string
 	dir      string
 	ws, code string
-	uid      int    // the host uid and gid its programs run as
-	user     string // uid:gid, for the engine
-	ownsUID  bool   // uid was taken from the backend's pool, to be given back once the container is gone
+	binds    []sandbox.Bind // mounted read-only; a box with binds serves only the spec it was made for
+	uid      int            // the host uid and gid its programs run as
+	user     string         // uid:gid, for the engine
+	ownsUID  bool           // uid was taken from the backend's pool, to be given back once the container is gone
 	class    class
 	created  time.Time
 	cg       cgroupFiles // empty when the engine is not local
@@ -73,14 +74,14 @@ type box struct {
 	lifeline        *os.File   // the writing end of the container's lifeline (see lifeline.go)
 }
 
-// createBox creates and starts a container of class c whose first process
-// waits on its lifeline (see lifeline.go), ready for one exec.
-func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
+// createBox creates and starts a container of class c with binds whose
+// first process waits on its lifeline (see lifeline.go), ready for one exec.
+func (b *Backend) createBox(ctx context.Context, c class, binds []sandbox.Bind) (*box, error) {
 	dir, err := os.MkdirTemp(b.pool.dir, "box-")
 	if err != nil {
 		return nil, fmt.Errorf("create box directory: %w", err)
 	}
-	bx := &box{dir: dir, ws: filepath.Join(dir, "ws"), code: filepath.Join(dir, "code"), class: c, created: time.Now()}
+	bx := &box{dir: dir, ws: filepath.Join(dir, "ws"), code: filepath.Join(dir, "code"), class: c, created: time.Now(), binds: slices.Clone(binds)}
 	// Until the container exists, a failure undoes everything here.
 	undo := func() {
 		if bx.lifeline != nil {
@@ -139,6 +140,7 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 			Ulimits:    []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
 		},
 	}
+	hc.Mounts = append(hc.Mounts, bindMounts(bx.binds)...)
 	cfg := &container.Config{
 		Image:           c.Image,
 		Cmd:             lifelineInit,
@@ -182,6 +184,19 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		}
 	}
 	return bx, nil
+}
+
+// bindMounts are the read-only mounts of a spec's binds, each without the
+// mounts below its source. The engine cannot make a bind nosuid or nodev;
+// no-new-privileges and its device cgroup make set-user-ID files and device
+// nodes in it powerless all the same.
+func bindMounts(binds []sandbox.Bind) []mount.Mount {
+	var ms []mount.Mount
+	for _, bd := range binds {
+		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: bd.Source, Target: bd.Path, ReadOnly: true,
+			BindOptions: &mount.BindOptions{NonRecursive: true}})
+	}
+	return ms
 }
 
 // prepareDirs makes the box's host directories: the code directory

@@ -8,10 +8,12 @@
 //
 // A warm pool keeps containers started ahead for each limits class, so that
 // an execution only pays for an exec into a running container; every
-// container serves one execution and is then destroyed. The workspace is
-// staged: copied into a host directory that the container has mounted at
-// /workspace, and what the program changed is copied back when it ends,
-// with the owners and modes package wsperm gives. docs/ARCHITECTURE.md explains the design.
+// container serves one execution and is then destroyed. A spec with Binds
+// gets a container created for it instead, its directories mounted
+// read-only, which no later spec takes. The workspace is staged: copied
+// into a host directory that the container has mounted at /workspace, and
+// what the program changed is copied back when it ends, with the owners and
+// modes package wsperm gives. docs/ARCHITECTURE.md explains the design.
 package docker
 
 import (

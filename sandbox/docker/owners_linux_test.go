@@ -229,7 +229,7 @@ func TestHostUIDPerBox(t *testing.T) {
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range boxes {
-		wg.Go(func() { boxes[i], errs[i] = b.createBox(context.Background(), c) })
+		wg.Go(func() { boxes[i], errs[i] = b.createBox(context.Background(), c, nil) })
 	}
 	wg.Wait()
 	for _, err := range errs {

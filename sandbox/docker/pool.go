@@ -13,6 +13,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/warmpool"
 )
 
@@ -57,7 +58,9 @@ func newPool(b *Backend) (*pool, error) {
 	p := &pool{b: b, id: id, dir: dir, stop: make(chan struct{}), loopDone: make(chan struct{})}
 	p.wp = warmpool.New(warmpool.Config[class, *box]{
 		Warm: b.cfg.Warm, MaxClasses: maxClasses, Key: class.key,
-		Create: b.createBox, CreateTimeout: apiTimeout, Destroy: b.destroy,
+		// The pool's containers have no binds (see take).
+		Create:        func(ctx context.Context, c class) (*box, error) { return b.createBox(ctx, c, nil) },
+		CreateTimeout: apiTimeout, Destroy: b.destroy,
 		CreateFailed: func(err error) { b.log.Warn("docker: start a warm container", "err", err) },
 	})
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(b.owner), 0o600); err != nil {
@@ -90,13 +93,18 @@ func writeAccounts(passwd, group string, uid int) error {
 func (p *pool) prime(c class) { p.wp.Prime(c) }
 
 // take returns a started container of class c: an idle one when there is
-// one, else one created now. release refills the class.
-func (p *pool) take(ctx context.Context, c class) (*box, error) {
+// one, else one created now. release refills the class. A spec with binds
+// always gets a container created for it with those mounts, which never
+// enters the pool: no other spec can see them (the cost is a cold start).
+func (p *pool) take(ctx context.Context, c class, binds []sandbox.Bind) (*box, error) {
+	if len(binds) > 0 {
+		return p.b.createBox(ctx, c, binds)
+	}
 	bx, ok, err := p.wp.Take(c, nil, false)
 	if err != nil || ok {
 		return bx, err
 	}
-	return p.b.createBox(ctx, c)
+	return p.b.createBox(ctx, c, nil)
 }
 
 // release destroys a used container in the background and refills its
@@ -104,7 +112,9 @@ func (p *pool) take(ctx context.Context, c class) (*box, error) {
 // it for the CPU.
 func (p *pool) release(bx *box) {
 	p.wp.Destroy(bx)
-	p.wp.Refill(bx.class)
+	if len(bx.binds) == 0 {
+		p.wp.Refill(bx.class)
+	}
 }
 
 // loop replaces crashed idle containers and drops unused classes.

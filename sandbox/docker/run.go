@@ -38,7 +38,7 @@ type execution struct {
 // the program with exec and brings the workspace back.
 func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits) (sandbox.Result, error) {
 	c := classOf(lim, b.cfg)
-	bx, err := b.pool.take(ctx, c)
+	bx, err := b.pool.take(ctx, c, spec.Binds)
 	if err != nil {
 		return sandbox.Result{}, &sandbox.SetupError{Reason: "start a container", Err: err}
 	}

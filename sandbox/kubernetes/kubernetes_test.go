@@ -256,3 +256,14 @@ func TestRefusesAllowList(t *testing.T) {
 		t.Fatalf("no network: %v", err)
 	}
 }
+
+// TestRefusesBinds: the backend cannot bind host directories into a Pod,
+// so a spec with binds is refused, not run without them.
+func TestRefusesBinds(t *testing.T) {
+	spec := sandbox.Spec{Command: []string{"python3", CodePath + "/main.py"}, Workspace: t.TempDir(),
+		Files: []sandbox.File{{Path: CodePath + "/main.py", Data: []byte("print(1)")}},
+		Binds: []sandbox.Bind{{Source: t.TempDir(), Path: sandbox.BindRoot + "/python"}}}
+	if _, err := (&Backend{}).Run(context.Background(), spec); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		t.Fatalf("binds: %v, want ErrInvalidSpec", err)
+	}
+}

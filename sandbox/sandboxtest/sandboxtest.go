@@ -109,12 +109,24 @@ type program struct {
 	stdin  string
 	mark   string // set in the environment, so that its processes can be found on the host
 	net    *sandbox.Network
+	binds  []sandbox.Bind
 }
 
-// exec runs p and fails the test on a setup error. It also checks the
+// execute runs p and fails the test on a setup error. It also checks the
 // promise every attack relies on: the call returns within its wall-clock
 // limit plus one second (the program does; see Features.CopyBack).
 func execute(t *testing.T, sb sandbox.Sandbox, p program) sandbox.Result {
+	t.Helper()
+	res, err := tryExecute(t, sb, p)
+	if err != nil {
+		t.Fatalf("sandbox error: %v", err)
+	}
+	return res
+}
+
+// tryExecute is execute for a spec that a backend may refuse: it returns
+// Run's error instead of failing the test.
+func tryExecute(t *testing.T, sb sandbox.Sandbox, p program) (sandbox.Result, error) {
 	t.Helper()
 	l, err := lang.Lookup(p.lang)
 	if err != nil {
@@ -141,6 +153,7 @@ func execute(t *testing.T, sb sandbox.Sandbox, p program) sandbox.Result {
 		Env:       env,
 		Limits:    p.limits,
 		Network:   p.net,
+		Binds:     p.binds,
 	}
 	if p.stdin != "" {
 		spec.Stdin = strings.NewReader(p.stdin)
@@ -152,7 +165,7 @@ func execute(t *testing.T, sb sandbox.Sandbox, p program) sandbox.Result {
 	res, err := sb.Run(ctx, spec)
 	elapsed := time.Since(start)
 	if err != nil {
-		t.Fatalf("sandbox error: %v", err)
+		return res, err
 	}
 	switch {
 	case !featuresOf(sb).CopyBack && elapsed > lim.WallTime+time.Second:
@@ -164,7 +177,7 @@ func execute(t *testing.T, sb sandbox.Sandbox, p program) sandbox.Result {
 	case elapsed > lim.WallTime+time.Second:
 		t.Logf("Run took %v, more than its limit %v plus 1s: the program %v, the copy back the rest", elapsed, lim.WallTime, res.WallTime)
 	}
-	return res
+	return res, nil
 }
 
 // marker returns a unique string to find a test's processes and files by.

@@ -45,6 +45,8 @@ func RunSecurity(t *testing.T, sb sandbox.Sandbox) {
 	t.Run("WorldWritableWorkspace", func(t *testing.T) { worldWritable(t, sb) })
 	t.Run("TCPBufferMemory", func(t *testing.T) { tcpBufferMemory(t, sb) })
 	t.Run("CPUQuota", func(t *testing.T) { cpuQuota(t, sb) })
+	t.Run("BindIsReadOnly", func(t *testing.T) { bindIsReadOnly(t, sb) })
+	t.Run("BindDoesNotLinger", func(t *testing.T) { bindDoesNotLinger(t, sb) })
 }
 
 func forkBomb(t *testing.T, sb sandbox.Sandbox) {
