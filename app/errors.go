@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/codeagent/codeagent/deps"
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/kernel"
@@ -121,6 +122,7 @@ func Describe(err error) *Error {
 		held  *store.LeaseHeldError
 		audit *session.AuditError
 		pe    *llm.Error
+		ie    *deps.InstallError
 	)
 	d := func(c Class, code, msg string) *Error {
 		return &Error{Class: c, Code: code, Message: PublicMessage(msg), Err: err}
@@ -162,6 +164,13 @@ func Describe(err error) *Error {
 		e := d(Unavailable, "kernel_ended", "the kernel ended before the cell ran: try again")
 		e.RetryAfter = time.Second
 		return e
+	case errors.As(err, &ie):
+		// pip's own words: the package not found, no wheel, a conflict.
+		return d(Invalid, "dependencies_failed", err.Error())
+	case errors.Is(err, deps.ErrInvalid):
+		return d(Invalid, "bad_request", err.Error())
+	case errors.Is(err, deps.ErrInUse):
+		return d(Conflict, "env_in_use", err.Error()+": an execution is using it")
 	case errors.Is(err, store.ErrNotFound):
 		return d(NotFound, "not_found", "not found")
 	case errors.Is(err, store.ErrExists):

@@ -51,6 +51,9 @@ type Store struct {
 	// Limits bound an install; zero fields take InstallLimits'.
 	Limits sandbox.Limits
 	Logger *slog.Logger
+	// OnInstall, when set, is told of an install as it starts (a door
+	// shows the wait).
+	OnInstall func(Request)
 
 	mu       sync.Mutex
 	inflight map[string]*sync.Mutex
@@ -141,6 +144,9 @@ func (s *Store) Ensure(ctx context.Context, req Request) (*Lease, error) {
 		}
 		env, err = s.load(key)
 		if errors.Is(err, fs.ErrNotExist) {
+			if s.OnInstall != nil {
+				s.OnInstall(r)
+			}
 			env, err = s.install(ctx, r, key)
 			installed = err == nil
 		}

@@ -38,6 +38,7 @@ func commands() []command {
 		{"check", "statically check code for unsafe constructs", cmdCheck},
 		{"sessions", "list, show, remove or prune sessions", cmdSessions},
 		{"changes", "list, show or apply the changes runs kept for their folders", cmdChanges},
+		{"envs", "list or remove the dependency environments installed for programs", cmdEnvs},
 		{"log", "show or verify the audit log", cmdLog},
 		{"stats", "summarise attempts, successes and time per session", cmdStats},
 		{"eval", "measure the agent on a benchmark suite", cmdEval},

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/app"
+	"github.com/codeagent/codeagent/deps"
 	"github.com/codeagent/codeagent/internal/lateclose"
 	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/lang"
@@ -39,6 +40,8 @@ type execOptions struct {
 	Manifest  string // path of a manifest whose tool limits apply under the flags
 	Net       networkFlags
 	Backends  *backendFlags
+	Deps      depsFlags
+	DataDir   *string // where dependency environments are kept
 }
 
 func cmdExec(ctx context.Context, s stdio, args []string) int {
@@ -59,6 +62,8 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the language's tool must be listed; its limits apply under the flags")
 	o.Net.register(fs)
+	o.Deps.register(fs)
+	o.DataDir = dataDirFlag(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -117,6 +122,13 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	depReq, err := o.Deps.request()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	if !depReq.Empty() && language.Name != "python" {
+		return sandbox.Result{}, usagef("--requirements and --require are for Python programs; this one is %s", language.Name)
+	}
 	// The workspace first: a refused --workdir is said before the sandbox
 	// starts.
 	ws, err := workspace.New(o.Workdir)
@@ -150,7 +162,33 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	if o.File != "-" {
 		spec.Stdin = s.in
 	}
+	if !depReq.Empty() {
+		lease, err := execDependencies(ctx, o, s, sb, backend, depReq)
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		defer lease.Release()
+		lease.Apply(&spec)
+	}
 	return sb.Run(ctx, spec)
+}
+
+// execDependencies returns the environment of req, installed first with
+// sb when need be, under the data directory.
+func execDependencies(ctx context.Context, o execOptions, s stdio, sb sandbox.Sandbox, backend string, req deps.Request) (*deps.Lease, error) {
+	dir := ""
+	if o.DataDir != nil {
+		dir = *o.DataDir
+	}
+	dataDir, err := resolveDataDir(dir, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	envs := app.Envs(dataDir, sb, backend, newLogger(s.err))
+	if !o.JSON {
+		envs.OnInstall = installNotice(s.err)
+	}
+	return app.EnsureDependencies(ctx, envs, req, nil)
 }
 
 // liveOutput is where a program's live output goes: w itself, or an

@@ -27,6 +27,8 @@ var helpTails = map[string]helpTail{
 	"sessions": {examples: []string{"codeagent sessions list", "codeagent sessions show sales", "codeagent sessions prune --older-than 7d"},
 		exits: "Exit status: 0 on success, 1 on failure, 2 for usage errors or an unknown session."},
 	"changes": {examples: []string{"codeagent changes list", "codeagent changes diff ID", "codeagent changes apply ID"}},
+	"envs": {examples: []string{"codeagent envs list", "codeagent envs rm 3f2a9c", "codeagent envs prune --max 2GiB"},
+		exits: "Exit status: 0 on success, 1 on failure (an environment in use), 2 for usage errors or an unknown key."},
 	"log": {examples: []string{"codeagent log", "codeagent log --session sales", "codeagent log --verify"},
 		exits: "Exit status: 0 on success, 1 when --verify finds the log altered or a gap, 2 for usage errors or an\nunknown session."},
 	"stats": {examples: []string{"codeagent stats", "codeagent stats --session sales --json"},

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+
+	"github.com/codeagent/codeagent/deps"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/session"
+)
+
+// Envs is the store of dependency environments under the data directory
+// dataDir, installed with sb (a door's sandbox, with its egress layer)
+// for the backend named: environments are per backend, whose interpreter
+// they are built for.
+func Envs(dataDir string, sb sandbox.Sandbox, backend string, log *slog.Logger) *deps.Store {
+	if backend == "" || backend == "auto" {
+		backend = "namespace"
+	}
+	return &deps.Store{Dir: filepath.Join(dataDir, "envs"), Sandbox: sb, Platform: backend + "/" + runtime.GOARCH, Logger: log}
+}
+
+// EnsureDependencies returns the environment of req from envs, installed
+// first when need be, and records in rec (when set) what it holds: each
+// package with its version and hash, and the index. The caller releases
+// the lease once its executions are over.
+func EnsureDependencies(ctx context.Context, envs *deps.Store, req deps.Request, rec *session.Recorder) (*deps.Lease, error) {
+	lease, err := envs.Ensure(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		if err := AuditDependencies(rec, lease); err != nil {
+			lease.Release()
+			return nil, err
+		}
+	}
+	return lease, nil
+}
+
+// AuditDependencies writes lease's record: what cannot be recorded does
+// not run (a *session.AuditError).
+func AuditDependencies(rec *session.Recorder, lease *deps.Lease) error {
+	pkgs := make([]map[string]string, len(lease.Packages))
+	for i, p := range lease.Packages {
+		pkgs[i] = map[string]string{"name": p.Name, "version": p.Version, "sha256": p.SHA256}
+	}
+	source := lease.Request.IndexURL
+	if lease.Request.FindLinks != "" {
+		source = "find-links " + lease.Request.FindLinks
+	}
+	if err := rec.Audit("dependencies", map[string]any{"env": lease.Key, "installed": lease.Installed,
+		"requirements": lease.Request.Python, "index": source, "packages": pkgs}); err != nil {
+		return &session.AuditError{Err: err}
+	}
+	return nil
+}
+
+// WithDependencies is sb with lease's environment given to every Python
+// program it runs (bound read-only, first on PYTHONPATH).
+func WithDependencies(sb sandbox.Sandbox, lease *deps.Lease) sandbox.Sandbox {
+	if lease == nil {
+		return sb
+	}
+	return withDeps{sb, lease}
+}
+
+type withDeps struct {
+	sandbox.Sandbox
+	lease *deps.Lease
+}
+
+func (w withDeps) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if len(spec.Command) > 0 && spec.Command[0] == "python3" {
+		w.lease.Apply(&spec)
+	}
+	return w.Sandbox.Run(ctx, spec)
+}

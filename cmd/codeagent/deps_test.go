@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/internal/pyindex"
+)
+
+func birdIndex(t *testing.T) *pyindex.Index {
+	t.Helper()
+	var dists []pyindex.Dist
+	for _, w := range []struct {
+		name, version, file, code string
+		requires                  []string
+	}{
+		{"seabird", "1.0", "seabird/__init__.py", "import gull\nVALUE = 40 + gull.TWO\n", []string{"gull>=0.5"}},
+		{"gull", "0.7", "gull/__init__.py", "TWO = 2\n", nil},
+	} {
+		fn, data, err := pyindex.Wheel(w.name, w.version, map[string]string{w.file: w.code}, w.requires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dists = append(dists, pyindex.Dist{Project: w.name, Filename: fn, Data: data})
+	}
+	return pyindex.New(t, dists...)
+}
+
+// exec with --require installs once from the index named, then runs
+// offline; the environment is listed and removed by `envs`; an unknown
+// package is a usage error naming it; a program that did not ask for the
+// package does not have it.
+func TestExecWithDependencies(t *testing.T) {
+	forBackends(t, func(t *testing.T, backend string) {
+		ix := birdIndex(t)
+		data := t.TempDir()
+		dir := t.TempDir()
+		prog := filepath.Join(dir, "prog.py")
+		if err := os.WriteFile(prog, []byte("import seabird, pandas\nprint(seabird.VALUE)\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		req := filepath.Join(dir, "requirements.txt")
+		if err := os.WriteFile(req, []byte("# the birds\nseabird==1.0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		base := []string{"exec", "--backend", backend, "--data-dir", data, "--index-url", ix.URL()}
+		code, stdout, stderr := runBinary(t, dir, nil, append(base, "--requirements", req, prog)...)
+		if code != 0 || strings.TrimSpace(stdout) != "42" || !strings.Contains(stderr, "installing seabird==1.0") {
+			t.Fatalf("first exec: %d %q %q", code, stdout, stderr)
+		}
+		asked := ix.Requests()
+		ix.Close()
+		code, stdout, stderr = runBinary(t, dir, nil, append(base, "--require", "SeaBird == 1.0", prog)...)
+		if code != 0 || strings.TrimSpace(stdout) != "42" || strings.Contains(stderr, "installing") || ix.Requests() != asked {
+			t.Fatalf("second exec, index gone: %d %q %q", code, stdout, stderr)
+		}
+		code, _, stderr = runBinary(t, dir, nil, "exec", "--backend", backend, "--data-dir", data, prog)
+		if code != 1 || !strings.Contains(stderr, "ModuleNotFoundError") {
+			t.Errorf("without dependencies: %d %q", code, stderr)
+		}
+
+		code, stdout, _ = runBinary(t, dir, nil, "envs", "list", "--json", "--data-dir", data)
+		var envs []struct {
+			Key      string `json:"key"`
+			Packages []struct{ Name, Version string }
+		}
+		if err := json.Unmarshal([]byte(stdout), &envs); code != 0 || err != nil || len(envs) != 1 || len(envs[0].Packages) != 2 {
+			t.Fatalf("envs list: %d %q %v", code, stdout, err)
+		}
+		if code, _, stderr = runBinary(t, dir, nil, "envs", "rm", "--data-dir", data, envs[0].Key[:8]); code != 0 {
+			t.Errorf("envs rm: %d %q", code, stderr)
+		}
+		if code, stdout, _ = runBinary(t, dir, nil, "envs", "list", "--json", "--data-dir", data); strings.TrimSpace(stdout) != "[]" {
+			t.Errorf("after rm: %d %q", code, stdout)
+		}
+
+		ix2 := birdIndex(t)
+		code, _, stderr = runBinary(t, dir, nil, "exec", "--backend", backend, "--data-dir", data, "--index-url", ix2.URL(),
+			"--require", "albatross==2.0", prog)
+		if code != 2 || !strings.Contains(stderr, "albatross") {
+			t.Errorf("unknown package: %d %q", code, stderr)
+		}
+		for _, bad := range [][]string{
+			{"--require", "seabird @ https://evil.example/seabird.whl"},
+			{"--require", "--index-url=http://evil.example/simple"},
+			{"--index-url", ix2.URL()},
+		} {
+			args := append([]string{"exec", "--backend", backend, "--data-dir", data}, bad...)
+			if code, _, stderr = runBinary(t, dir, nil, append(args, prog)...); code != 2 {
+				t.Errorf("%v: %d %q, want a usage error", bad, code, stderr)
+			}
+		}
+	})
+}
