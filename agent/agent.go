@@ -76,6 +76,9 @@ type Config struct {
 	// Network lets programs reach the hosts it allows (nil: no network);
 	// a refused host is named in the feedback to the model.
 	Network *sandbox.Network
+	// Installed names the packages installed for the run besides the
+	// image's ("seaborn 0.13.2"), for the prompt (see package deps).
+	Installed []string
 	// Tests turns on test-driven mode (python only): the model writes pytest
 	// tests first, they must fail against a stub, then the program is
 	// iterated until they pass, then run itself.

@@ -104,7 +104,7 @@ func (r *run) systemData() map[string]any {
 	return map[string]any{
 		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
 		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
-		"Packages": packages[r.a.lang.Name], "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
+		"Packages": r.a.packages(), "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
 		"Network": allowedHosts(r.a.cfg.Network),
 	}
 }
@@ -114,6 +114,16 @@ var packages = map[string]string{
 	"python":     "the Python standard library, pandas, numpy and matplotlib",
 	"javascript": "node's built-in modules",
 	"bash":       "bash and the usual coreutils, sed, awk and grep",
+}
+
+// packages names what a program may use, for the prompt: the image's, and
+// what was installed for the run.
+func (a *Agent) packages() string {
+	p := packages[a.lang.Name]
+	if len(a.cfg.Installed) > 0 && a.lang.Name == "python" {
+		p += ", and these packages installed for this task: " + strings.Join(a.cfg.Installed, ", ")
+	}
+	return p
 }
 
 // loop iterates attempts, starting afresh from the task after

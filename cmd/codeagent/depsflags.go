@@ -28,10 +28,14 @@ func (d *depsFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.AllowSource, "allow-source-builds", false, "let source distributions build (inside the install's sandbox); wheels only otherwise")
 }
 
-// request is what the flags ask for; an unreadable or malformed
+// request is what the flags ask for, with found (the requirements of a
+// run's folder) when they name none; an unreadable or malformed
 // requirements file is a usage error.
-func (d depsFlags) request() (deps.Request, error) {
+func (d depsFlags) request(found ...string) (deps.Request, error) {
 	r := deps.Request{IndexURL: d.IndexURL, FindLinks: d.FindLinks, AllowSource: d.AllowSource, Python: append([]string(nil), d.Packages...)}
+	if d.Requirements == "" && len(d.Packages) == 0 {
+		r.Python = found
+	}
 	if d.Requirements != "" {
 		f, err := os.Open(d.Requirements)
 		if err != nil {

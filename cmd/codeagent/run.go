@@ -40,6 +40,7 @@ const (
 // runOptions are the inputs of `codeagent run`.
 type runOptions struct {
 	Task            string
+	Deps            depsFlags
 	Provider        *providerFlags
 	MaxIterations   int
 	FreshStartAfter int
@@ -117,6 +118,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Mode, "mode", agent.ModeAuto, "tools (the model calls execute_python and the workspace's files), program (it writes whole programs) or auto (tools when the endpoint takes them)")
 	intVar(fs, &o.MaxSteps, "max-steps", agent.DefaultMaxSteps, 1, 200, "tool calls in tool mode, within --max-iterations verification rounds")
 	o.Net.register(fs)
+	o.Deps.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -235,6 +237,17 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		return nil, nil, err
 	}
 	defer sb.Close()
+	lease, err := runDependencies(ctx, o, s, sb, backend, dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var installed []string
+	if lease != nil {
+		defer lease.Release()
+		for _, p := range lease.Packages {
+			installed = append(installed, p.Name+" "+p.Version)
+		}
+	}
 	perMinute := localPerMinute
 	if m != nil && m.Agent.Limits.ExecutionsPerMinute > 0 {
 		perMinute = m.Agent.Limits.ExecutionsPerMinute
@@ -257,13 +270,19 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		Config: agent.Config{
 			MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
 			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
-			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools,
+			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools, Installed: installed,
 		},
 		Task: o.Task, Session: sess, Purpose: "codeagent run",
 		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
-		Sandbox: sb, PerMinute: perMinute, Observer: obs})
+		Sandbox: app.WithDependencies(sb, lease), PerMinute: perMinute, Observer: obs})
 	if err != nil {
 		return nil, nil, err
+	}
+	if lease != nil {
+		if err := app.AuditDependencies(run.Rec, lease); err != nil {
+			run.Close()
+			return nil, nil, err
+		}
 	}
 	var ws *workspace.Workspace
 	var folder *workspace.Folder
