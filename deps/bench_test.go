@@ -1,0 +1,137 @@
+package deps_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/deps"
+	"github.com/codeagent/codeagent/internal/pyindex"
+	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/backends"
+)
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// BenchmarkCachedEnvExec runs the same small Python program with a cached
+// environment (bound, on PYTHONPATH) and without one, alternating (ABBA),
+// on the namespace backend with sandboxes started ahead (no warm
+// interpreters: the warm pool takes only programs without binds).
+// Reported: the medians and their difference.
+func BenchmarkCachedEnvExec(b *testing.B) {
+	sb, err := backends.Open("namespace", backends.Options{Warm: 2})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer sb.Close()
+	fn, data, err := pyindex.Wheel("seabird", "1.0", map[string]string{"seabird/__init__.py": "VALUE = 42\n"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix := pyindex.New(b, pyindex.Dist{Project: "seabird", Filename: fn, Data: data})
+	st := &deps.Store{Dir: filepath.Join(b.TempDir(), "envs"), Sandbox: sb, Platform: "bench"}
+	lease, err := st.Ensure(context.Background(), deps.Request{Python: []string{"seabird"}, IndexURL: ix.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lease.Release()
+	ws := b.TempDir()
+	run := func(withEnv bool) time.Duration {
+		spec := sandbox.Spec{Command: []string{"python3", "-c", "print(1)"}, Workspace: ws}
+		if withEnv {
+			lease.Apply(&spec)
+		}
+		t0 := time.Now()
+		res, err := sb.Run(context.Background(), spec)
+		if err != nil || res.Status != sandbox.StatusOK {
+			b.Fatalf("%v %v %s", err, res.Status, res.Stderr)
+		}
+		return time.Since(t0)
+	}
+	run(true)
+	run(false)
+	var with, without []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		first := i%2 == 0
+		for _, w := range []bool{first, !first} {
+			d := run(w)
+			if w {
+				with = append(with, d)
+			} else {
+				without = append(without, d)
+			}
+		}
+	}
+	b.ReportMetric(float64(median(with).Microseconds())/1000, "ms-with-env")
+	b.ReportMetric(float64(median(without).Microseconds())/1000, "ms-without")
+	b.ReportMetric(float64((median(with)-median(without)).Microseconds())/1000, "ms-added")
+}
+
+// BenchmarkFirstInstall installs three wheels from the loopback index:
+// through the store (a sandbox whose only network is the index) and, in
+// turn, with pip run directly on the host into a temporary directory.
+func BenchmarkFirstInstall(b *testing.B) {
+	sb, err := backends.Open("namespace", backends.Options{})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer sb.Close()
+	var dists []pyindex.Dist
+	for i, name := range []string{"seabird", "gull", "tern"} {
+		var req []string
+		if i == 0 {
+			req = []string{"gull", "tern"}
+		}
+		fn, data, err := pyindex.Wheel(name, "1.0", map[string]string{name + "/__init__.py": "X = 1\n"}, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dists = append(dists, pyindex.Dist{Project: name, Filename: fn, Data: data})
+	}
+	ix := pyindex.New(b, dists...)
+	var store, pip time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		viaStore := func() {
+			st := &deps.Store{Dir: filepath.Join(b.TempDir(), "envs"), Sandbox: sb, Platform: fmt.Sprint("bench", i)}
+			t0 := time.Now()
+			lease, err := st.Ensure(context.Background(), deps.Request{Python: []string{"seabird"}, IndexURL: ix.URL()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			store += time.Since(t0)
+			lease.Release()
+		}
+		direct := func() {
+			cmd := exec.Command("/usr/bin/python3", "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+				"--no-cache-dir", "--only-binary", ":all:", "--target", b.TempDir(), "--index-url", ix.URL(), "seabird")
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + b.TempDir(), "PIP_CONFIG_FILE=/dev/null", "NO_PROXY=*"}
+			t0 := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("pip: %v %s", err, out)
+			}
+			pip += time.Since(t0)
+		}
+		if i%2 == 0 {
+			viaStore()
+			direct()
+		} else {
+			direct()
+			viaStore()
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(store.Milliseconds())/n, "ms-store")
+	b.ReportMetric(float64(pip.Milliseconds())/n, "ms-pip")
+	b.ReportMetric(float64(store)/float64(pip), "store/pip")
+
+}
