@@ -11,6 +11,10 @@ import (
 	"github.com/codeagent/codeagent/session"
 )
 
+// EnvStore is the store of dependency environments (package deps), for
+// the doors.
+type EnvStore = deps.Store
+
 // Envs is the store of dependency environments under the data directory
 // dataDir, installed with sb (a door's sandbox, with its egress layer)
 // for the backend named: environments are per backend, whose interpreter
@@ -20,6 +24,44 @@ func Envs(dataDir string, sb sandbox.Sandbox, backend string, log *slog.Logger) 
 		backend = "namespace"
 	}
 	return &deps.Store{Dir: filepath.Join(dataDir, "envs"), Sandbox: sb, Platform: backend + "/" + runtime.GOARCH, Logger: log}
+}
+
+// DependenciesRequest is what a client of a door (the HTTP API, MCP) may
+// ask to have installed: requirements and an index, never a directory of
+// the host's.
+type DependenciesRequest struct {
+	Python            []string `json:"python"`
+	IndexURL          string   `json:"index_url,omitempty"`
+	AllowSourceBuilds bool     `json:"allow_source_builds,omitempty"`
+}
+
+// ClientDependencies checks a client's request for language: Python only,
+// requirements codeagent installs, and an index the door's network bounds
+// let it reach (the install is the only execution that reaches it). Nil
+// asks for nothing. Errors are of class Invalid, or Forbidden for an
+// index beyond the bounds.
+func ClientDependencies(d *DependenciesRequest, language string, b NetworkBounds) (deps.Request, error) {
+	if d == nil || len(d.Python) == 0 {
+		if d != nil && d.IndexURL != "" {
+			return deps.Request{}, invalidf("dependencies.index_url needs dependencies.python")
+		}
+		return deps.Request{}, nil
+	}
+	if language != "python" {
+		return deps.Request{}, invalidf("dependencies are for Python programs; this one is %s", language)
+	}
+	r, err := deps.Request{Python: d.Python, IndexURL: d.IndexURL, AllowSource: d.AllowSourceBuilds}.Normalize()
+	if err != nil {
+		return r, invalidf("dependencies: %v", err)
+	}
+	rules, err := r.AllowRules()
+	if err == nil {
+		_, err = Network(NetworkRequest{Allow: rules}, b)
+	}
+	if err != nil {
+		return r, err
+	}
+	return r, nil
 }
 
 // EnsureDependencies returns the environment of req from envs, installed

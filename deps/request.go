@@ -183,6 +183,16 @@ func indexHost(raw string) (host, port string, err error) {
 	return host, port, nil
 }
 
+// AllowRules are the egress rules of an install from r's index (none from
+// a wheelhouse): what a door with a ceiling checks against it. r must be
+// normalised.
+func (r Request) AllowRules() ([]string, error) {
+	if r.FindLinks != "" {
+		return nil, nil
+	}
+	return allowRules(r.IndexURL)
+}
+
 // allowRules are the egress rules of an install from the index at raw: its
 // host and port and, for the Python Package Index, the host its files are
 // served from. An IP literal is listed as such, the only way the egress

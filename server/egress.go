@@ -31,7 +31,13 @@ func (s *Server) network(n *networkRequest) (*sandbox.Network, error) {
 		}
 		maxBytes = int64(min(v, math.MaxInt64/2))
 	}
-	return app.Network(app.NetworkRequest{Allow: n.Allow, MaxBytes: maxBytes}, app.NetworkBounds{Bounded: true,
+	return app.Network(app.NetworkRequest{Allow: n.Allow, MaxBytes: maxBytes}, s.networkBounds())
+}
+
+// networkBounds are what a request's network may reach: the server's
+// egress ceiling and byte maximum.
+func (s *Server) networkBounds() app.NetworkBounds {
+	return app.NetworkBounds{Bounded: true,
 		Ceiling: s.cfg.EgressCeiling, CeilingName: "this server's egress ceiling (serve --egress-ceiling)",
-		MaxBytes: s.cfg.EgressMaxBytes, Resolve: s.cfg.EgressResolve})
+		MaxBytes: s.cfg.EgressMaxBytes, Resolve: s.cfg.EgressResolve}
 }

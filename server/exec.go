@@ -23,6 +23,8 @@ type execRequest struct {
 	Env      map[string]string          `json:"env"`
 	Limits   map[string]json.RawMessage `json:"limits"`
 	Network  *networkRequest            `json:"network"`
+	// Dependencies are Python packages to install first (docs/DEPENDENCIES.md).
+	Dependencies *app.DependenciesRequest `json:"dependencies"`
 }
 
 // handleExec runs one program in a fresh temporary workspace holding the
@@ -47,6 +49,11 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	network, err := s.network(req.Network)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	depReq, err := app.ClientDependencies(req.Dependencies, l.Name, s.networkBounds())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -85,6 +92,15 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if !depReq.Empty() {
+		lease, err := app.EnsureDependencies(r.Context(), s.envs, depReq, x.Rec)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer lease.Release()
+		lease.Apply(&spec)
 	}
 	res, err := x.Run(r.Context(), spec)
 	if err != nil {

@@ -90,6 +90,9 @@ type Config struct {
 	KernelLimits      sandbox.Limits
 	MaxKernels        int
 	KernelIdleTimeout time.Duration
+	// Backend names the sandbox backend, whose interpreter dependency
+	// environments are built for ("" is the namespace backend).
+	Backend string
 	// EgressCeiling is the widest network a request may ask for: every
 	// host of a /v1/exec request's or a run's network.allow must be within
 	// it (see egress.Within). Empty, the default, allows no network.
@@ -227,6 +230,7 @@ type Server struct {
 	log        *slog.Logger
 	auth       *authenticator
 	executions *app.Executions
+	envs       *app.EnvStore // dependency environments (docs/DEPENDENCIES.md)
 	metrics    *Metrics
 	runs       *runRegistry
 	// uploadLocks gives each session's uploads their turn (quotas).
@@ -285,6 +289,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.executions = deps.Executions; s.executions == nil {
 		s.executions = app.NewExecutions(deps.Sandbox, cfg.Workers, cfg.QueueLength)
 	}
+	s.envs = app.Envs(cfg.DataDir, s.executions.Sandbox("install", true), cfg.Backend, log)
 	keys := cfg.Keys
 	if cfg.LocalToken != "" {
 		keys = Keys{{Name: Anonymous, Token: cfg.LocalToken}}

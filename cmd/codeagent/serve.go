@@ -177,7 +177,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
 		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm,
 		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle,
-		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes}
+		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes, Backend: o.Backend}
 	if scfg.EgressResolve, err = o.Egress.resolveMap(); err != nil {
 		return err
 	}
