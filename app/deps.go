@@ -15,6 +15,9 @@ import (
 // the doors.
 type EnvStore = deps.Store
 
+// EnvRequest is a checked request for an environment.
+type EnvRequest = deps.Request
+
 // Envs is the store of dependency environments under the data directory
 // dataDir, installed with sb (a door's sandbox, with its egress layer)
 // for the backend named: environments are per backend, whose interpreter

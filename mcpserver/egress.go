@@ -10,11 +10,35 @@ import (
 // network) and, with a manifest, within its permissions.network. nil for
 // none.
 func (s *Server) network(allow []string) (*sandbox.Network, error) {
-	nw, err := app.Network(app.NetworkRequest{Allow: allow}, app.NetworkBounds{Bounded: true,
-		Ceiling: s.cfg.EgressCeiling, CeilingName: "this server's egress ceiling (--egress-ceiling)",
-		MaxBytes: s.cfg.EgressMaxBytes, Manifest: s.deps.Manifest, Resolve: s.cfg.EgressResolve})
+	nw, err := app.Network(app.NetworkRequest{Allow: allow}, s.networkBounds())
 	if err != nil {
 		return nil, argError("allow_hosts: %v", err)
 	}
 	return nw, nil
+}
+
+// networkBounds are what a call's network may reach: the server's egress
+// ceiling and byte maximum, and the manifest's list.
+func (s *Server) networkBounds() app.NetworkBounds {
+	return app.NetworkBounds{Bounded: true,
+		Ceiling: s.cfg.EgressCeiling, CeilingName: "this server's egress ceiling (--egress-ceiling)",
+		MaxBytes: s.cfg.EgressMaxBytes, Manifest: s.deps.Manifest, Resolve: s.cfg.EgressResolve}
+}
+
+// dependencies checks a call's dependencies (none: an empty request).
+func (s *Server) dependencies(in ExecuteInput, language string) (app.EnvRequest, error) {
+	if in.Dependencies == nil {
+		return app.EnvRequest{}, nil
+	}
+	if s.deps.Envs == nil {
+		return app.EnvRequest{}, argError("dependencies: this server installs none (it has no data directory)")
+	}
+	if in.KeepState && len(in.Dependencies.Python) > 0 {
+		return app.EnvRequest{}, argError("dependencies: not with keep_state (a kernel's packages are fixed when it starts)")
+	}
+	r, err := app.ClientDependencies(in.Dependencies, language, s.networkBounds())
+	if err != nil {
+		return r, argError("%v", err)
+	}
+	return r, nil
 }

@@ -131,6 +131,10 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, out, err
 	}
+	depReq, err := s.dependencies(in, l.Name)
+	if err != nil {
+		return nil, out, err
+	}
 	st, ctx, done, err := s.session(ctx, req)
 	if err != nil {
 		return nil, out, err
@@ -157,6 +161,14 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	}
 	spec := app.Program{Lang: l, Code: []byte(in.Code), Stdin: strings.NewReader(in.Stdin), Limits: limits,
 		Network: network}.Spec(ws.Dir)
+	if !depReq.Empty() {
+		lease, err := app.EnsureDependencies(ctx, s.deps.Envs, depReq, x.Rec)
+		if err != nil {
+			return nil, out, argError("%v", app.Describe(err).Message)
+		}
+		defer lease.Release()
+		lease.Apply(&spec)
+	}
 	res, err := x.Run(ctx, spec)
 	var setup *sandbox.SetupError
 	switch {

@@ -150,7 +150,10 @@ type Deps struct {
 	// MCP session; nil means keep_state is refused. The Server does not
 	// close it.
 	Kernels *app.Kernels
-	Logger  *slog.Logger
+	// Envs installs and keeps execute_code's dependencies; nil means
+	// dependencies are refused.
+	Envs   *app.EnvStore
+	Logger *slog.Logger
 }
 
 // Server is codeagent's MCP server. Create it with New; Close it when done.

@@ -37,6 +37,8 @@ type ExecuteInput struct {
 	// AllowHosts are the hosts the program may reach (HOST[:PORT]), within
 	// the server's egress ceiling; none: no network.
 	AllowHosts []string `json:"allow_hosts,omitempty" jsonschema:"hosts the program may reach through codeagent's HTTP proxy (HOST[:PORT], *.example.com), within the server's egress ceiling; none means no network"`
+	// Dependencies are Python packages installed first (once, cached).
+	Dependencies *app.DependenciesRequest `json:"dependencies,omitempty" jsonschema:"python only, not with keep_state: packages to install first, once, in a sandbox of their own ({python: [\"seaborn==0.13.2\"], index_url: a PEP 503 index within the server's egress ceiling}); the program then runs offline with them"`
 }
 
 // ExecuteOutput is the `codeagent exec --json` object plus the files the

@@ -97,6 +97,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 	km := app.NewKernels(app.KernelsConfig{Sandbox: sb, Logger: logger}, nil)
 	defer km.Close() // after the server, before the sandbox
 	deps.Store, deps.Sandbox, deps.Kernels = st, sb, km
+	deps.Envs = app.Envs(dataDir, sb, backend, logger)
 	resolve, err := o.Egress.resolveMap()
 	if err != nil {
 		return err

@@ -219,7 +219,8 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: buildVersion(), SessionMaxBytes: o.SessionMaxBytes,
 		SessionMaxFiles: o.SessionMaxFiles, EgressCeiling: scfg.EgressCeiling, EgressMaxBytes: scfg.EgressMaxBytes,
 		EgressResolve: scfg.EgressResolve}, mcpserver.Deps{Sandbox: execs.Sandbox("mcp", true), Store: st,
-		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger, Kernels: deps.Kernels})
+		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger, Kernels: deps.Kernels,
+		Envs: app.Envs(dataDir, execs.Sandbox("install", true), o.Backend, logger)})
 	if err != nil {
 		return err
 	}
