@@ -122,6 +122,10 @@ type Deps struct {
 	Checker  *safety.Checker
 	Logger   *slog.Logger
 	Observer Observer
+	// Installer, when set, lets a Python program declare packages to
+	// install (see install.go); nil: the model is told nothing can be
+	// installed.
+	Installer Installer
 }
 
 // Agent runs tasks. It is safe for concurrent use when its dependencies

@@ -21,6 +21,7 @@ type run struct {
 	res       *Result
 	before    workspace.Snapshot
 	deliver   []string // files the task names that a program must write
+	installed string   // the requirements installed for the run's programs, as declared
 	files     string   // the workspace described for prompts
 	system    string
 	msgs      []llm.Message
@@ -105,8 +106,16 @@ func (r *run) systemData() map[string]any {
 		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
 		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
 		"Packages": r.a.packages(), "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
-		"Network": allowedHosts(r.a.cfg.Network),
+		"Network": allowedHosts(r.a.cfg.Network), "Install": r.installable(),
 	}
+}
+
+// installable names what a program may declare to be installed, or "".
+func (r *run) installable() string {
+	if in := r.a.deps.Installer; in != nil && r.a.lang.Name == "python" {
+		return in.Allowed()
+	}
+	return ""
 }
 
 // packages names what a program may use, per language, for the prompt.
@@ -221,6 +230,9 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		r.say(render("safety.txt", d))
 		r.fail(n, at.ErrorClass, "rejected by the checker: "+findings[0].Message)
 		return at, false, nil
+	}
+	if ok, err := r.install(ctx, n, code, &at); !ok || err != nil {
+		return at, false, err
 	}
 	if err := r.ws.WriteFile(r.a.SolutionFile(), []byte(code)); err != nil {
 		return at, false, err
@@ -361,6 +373,9 @@ func (r *run) checkAs(ctx context.Context, e Event, l safety.Language, code stri
 func (r *run) debug(n int, class ErrorClass, code string, res sandbox.Result, tests bool) {
 	d := r.feedbackData(n)
 	d["Class"], d["Hint"] = class, classHints[class]
+	if class == ClassImport {
+		d["Hint"] = r.importHint()
+	}
 	d["Numbered"] = numbered(code)
 	d["Stdout"], d["Stderr"], d["TestOutput"] = r.clip(res.Stdout), r.clip(res.Stderr), ""
 	problem := fmt.Sprintf("The program exited with status %d.", res.ExitStatus())

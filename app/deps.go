@@ -102,24 +102,3 @@ func AuditDependencies(rec *session.Recorder, lease *deps.Lease) error {
 	}
 	return nil
 }
-
-// WithDependencies is sb with lease's environment given to every Python
-// program it runs (bound read-only, first on PYTHONPATH).
-func WithDependencies(sb sandbox.Sandbox, lease *deps.Lease) sandbox.Sandbox {
-	if lease == nil {
-		return sb
-	}
-	return withDeps{sb, lease}
-}
-
-type withDeps struct {
-	sandbox.Sandbox
-	lease *deps.Lease
-}
-
-func (w withDeps) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if len(spec.Command) > 0 && spec.Command[0] == "python3" {
-		w.lease.Apply(&spec)
-	}
-	return w.Sandbox.Run(ctx, spec)
-}

@@ -66,6 +66,9 @@ type RunRequest struct {
 	Audit AuditRecord
 	// Observer sees the run's events besides the audit log.
 	Observer agent.Observer
+	// Installer, when set, installs what the run's programs declare (and
+	// what the door declared up front); Sandbox must be its Sandbox.
+	Installer *Installer
 	// Kernel, when set, is the kernel that tool mode's cells run in: one
 	// that outlives the run (a server's or an MCP session's). Nil starts
 	// the run's own, ended with it.
@@ -168,8 +171,13 @@ func (r *Run) NewAgent() (*agent.Agent, error) {
 	}
 	cfg := r.req.Config
 	cfg.Secrets = append(append([]string{rs.Model.APIKey}, rs.Secrets...), cfg.Secrets...)
+	var installer agent.Installer
+	if r.req.Installer != nil {
+		r.req.Installer.audit(r.sr.Rec)
+		installer = r.req.Installer
+	}
 	a, err := agent.New(cfg, agent.Deps{Provider: provider, Sandbox: r.sr.Sandbox, Checker: checker, Logger: r.log,
-		Observer: agent.Observers(r.req.Observer, r.sr.Rec)})
+		Observer: agent.Observers(r.req.Observer, r.sr.Rec), Installer: installer})
 	if err != nil {
 		return nil, Errorf(Invalid, "%v", err)
 	}

@@ -107,6 +107,18 @@ func normalizeRequirement(req string) (string, error) {
 	return name + extras + rest, nil
 }
 
+// ProjectName is the normalised project name of a requirement.
+func ProjectName(req string) (string, error) {
+	n, err := normalizeRequirement(req)
+	if err != nil {
+		return "", err
+	}
+	if i := strings.IndexAny(n, "[=!<>~"); i >= 0 {
+		n = n[:i]
+	}
+	return n, nil
+}
+
 // ParseRequirements reads a requirements file (pip's format, the subset
 // codeagent installs: one requirement a line, # comments, blank lines).
 func ParseRequirements(r io.Reader) ([]string, error) {

@@ -37,6 +37,8 @@ type Agent struct {
 	Workspace   string      `yaml:"workspace"`
 	Tools       []Tool      `yaml:"tools"`
 	Permissions Permissions `yaml:"permissions"`
+	// Dependencies are installed before the agent's first program runs.
+	Dependencies Dependencies `yaml:"dependencies"`
 	// Policy is the safety checker's policy: a path to a policy file
 	// (relative to the manifest) or the policy itself as a mapping.
 	Policy Policy `yaml:"policy"`
@@ -59,6 +61,38 @@ type Tool struct {
 type Permissions struct {
 	Network    Network `yaml:"network"`
 	Filesystem string  `yaml:"filesystem"`
+	// Install names the Python projects a run's program may declare to
+	// be installed (docs/DEPENDENCIES.md): a list, or "*" for any.
+	Install InstallList `yaml:"install"`
+}
+
+// InstallList is permissions.install: project names, or ["*"].
+type InstallList []string
+
+// UnmarshalYAML accepts "*" or a sequence of names.
+func (l *InstallList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		if n.Value != "*" {
+			return fmt.Errorf("line %d: permissions.install is a list of package names, or \"*\" for any", n.Line)
+		}
+		*l = InstallList{"*"}
+		return nil
+	}
+	var names []string
+	if err := n.Decode(&names); err != nil {
+		return err
+	}
+	*l = names
+	return nil
+}
+
+// Dependencies are the Python packages every program of the agent gets,
+// installed once (docs/DEPENDENCIES.md).
+type Dependencies struct {
+	Python   []string `yaml:"python"`
+	IndexURL string   `yaml:"index_url"`
+	// FindLinks is a directory of wheels, relative to the manifest.
+	FindLinks string `yaml:"find_links"`
 }
 
 // Limits bound an agent's runs.

@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/codeagent/codeagent/deps"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -110,6 +111,7 @@ func (m *Manifest) Validate() error {
 	if a.Limits.ExecutionsPerMinute < 0 {
 		errs = append(errs, m.errAt("agent.limits.executions_per_minute", "must not be negative"))
 	}
+	errs = append(errs, m.validateDependencies()...)
 	if a.Policy.Path != "" && a.Policy.Inline != nil {
 		errs = append(errs, m.errAt("agent.policy", "give a path or a mapping, not both"))
 	}
@@ -179,3 +181,46 @@ func (m *Manifest) PolicyPath() string {
 
 // File is the path the manifest was read from.
 func (m *Manifest) File() string { return m.file }
+
+// validateDependencies checks agent.dependencies and
+// permissions.install as package deps reads them.
+func (m *Manifest) validateDependencies() []error {
+	var errs []error
+	d := m.Agent.Dependencies
+	for i, r := range d.Python {
+		if _, err := deps.ProjectName(r); err != nil {
+			errs = append(errs, m.errAt(fmt.Sprintf("agent.dependencies.python[%d]", i), "%v", err))
+		}
+	}
+	if d.IndexURL != "" && d.FindLinks != "" {
+		errs = append(errs, m.errAt("agent.dependencies", "give index_url or find_links, not both"))
+	}
+	if d.IndexURL != "" {
+		if _, err := (deps.Request{Python: []string{"x"}, IndexURL: d.IndexURL}).Normalize(); err != nil {
+			errs = append(errs, m.errAt("agent.dependencies.index_url", "%v", err))
+		}
+	}
+	for i, name := range m.Agent.Permissions.Install {
+		if name == "*" && len(m.Agent.Permissions.Install) == 1 {
+			continue
+		}
+		if p, err := deps.ProjectName(name); err != nil || p != deps.NormalizeName(name) {
+			errs = append(errs, m.errAt(fmt.Sprintf("agent.permissions.install[%d]", i), "%q is not a package name", name))
+		}
+	}
+	return errs
+}
+
+// DependencyRequest is what agent.dependencies asks for (FindLinks made
+// absolute beside the manifest); empty when it asks for nothing.
+func (m *Manifest) DependencyRequest() deps.Request {
+	d := m.Agent.Dependencies
+	r := deps.Request{Python: append([]string(nil), d.Python...), IndexURL: d.IndexURL}
+	if d.FindLinks != "" {
+		r.FindLinks = d.FindLinks
+		if !filepath.IsAbs(r.FindLinks) {
+			r.FindLinks = filepath.Join(filepath.Dir(m.file), d.FindLinks)
+		}
+	}
+	return r
+}

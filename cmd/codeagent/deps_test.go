@@ -131,3 +131,56 @@ func TestRunUsesTheFolderRequirements(t *testing.T) {
 		t.Errorf("a requirements.txt not installed: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// The agent's path: a program imports a package nobody declared; the
+// feedback says it may be declared; the next answer declares it and
+// succeeds. A package the manifest does not allow is refused, and the
+// refusal reaches the model.
+func TestRunProgramDeclaresItsRequirements(t *testing.T) {
+	ix := birdIndex(t)
+	importing := "import seabird\nprint(seabird.VALUE)\n"
+	declaring := "# requirements: seabird==1.0\n" + importing
+	for _, c := range []struct {
+		name, allow string
+		ok          bool
+		feedback    string
+	}{
+		{"allowed", "[seabird]", true, "`# requirements: NAME==VERSION, OTHER`"},
+		{"not allowed", "[gull]", false, "seabird may not be installed here"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, data := t.TempDir(), t.TempDir()
+			man := filepath.Join(t.TempDir(), "codeagent.yaml")
+			yaml := "agent:\n  tools:\n    - name: execute_python\n  permissions:\n    install: " + c.allow + "\n  dependencies:\n    index_url: " + ix.URL() + "\n"
+			if err := os.WriteFile(man, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			srv, flags := modelServer(t, pyAnswer(importing), pyAnswer(declaring), pyAnswer(declaring))
+			code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", data, "--manifest", man,
+				"--max-iterations", "3", "--mode", "program"}, flags...), "--no-verify", "Print the seabird value")...)
+			reqs := srv.Requests()
+			if len(reqs) < 2 {
+				t.Fatalf("exit %d, %d model requests\n%s%s", code, len(reqs), stdout, stderr)
+			}
+			if first := reqs[0].Text(); !strings.Contains(first, "may be installed: "+strings.Trim(c.allow, "[]")) {
+				t.Errorf("the model is not told what may be installed:\n%s", first[:min(len(first), 1500)])
+			}
+			if second := reqs[1].Text(); !strings.Contains(second, "ModuleNotFoundError") || !strings.Contains(second, "`# requirements: NAME==VERSION, OTHER`") {
+				t.Errorf("the feedback does not say a package may be declared:\n%s", second)
+			}
+			if c.ok {
+				if code != 0 || !strings.Contains(stdout, "42") || len(reqs) != 2 {
+					t.Fatalf("exit %d, %d model requests\n%s%s", code, len(reqs), stdout, stderr)
+				}
+				_, logOut, _ := runBinary(t, "", nil, "log", "--data-dir", data)
+				if !strings.Contains(logOut, "dependencies") {
+					t.Errorf("the install is not audited:\n%s", logOut)
+				}
+				return
+			}
+			if code == 0 || len(reqs) != 3 || !strings.Contains(reqs[2].Text(), c.feedback) {
+				t.Errorf("exit %d, %d requests; the refusal should reach the model\n%s", code, len(reqs), reqs[len(reqs)-1].Text())
+			}
+		})
+	}
+}

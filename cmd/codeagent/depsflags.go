@@ -29,9 +29,10 @@ func (d *depsFlags) register(fs *flag.FlagSet) {
 }
 
 // request is what the flags ask for, with found (the requirements of a
-// run's folder) when they name none; an unreadable or malformed
-// requirements file is a usage error.
-func (d depsFlags) request(found ...string) (deps.Request, error) {
+// run's folder or manifest) when they name none; an unreadable or
+// malformed requirements file is a usage error, and so is an index
+// without requirements unless indexAlone (programs may declare them).
+func (d depsFlags) request(indexAlone bool, found ...string) (deps.Request, error) {
 	r := deps.Request{IndexURL: d.IndexURL, FindLinks: d.FindLinks, AllowSource: d.AllowSource, Python: append([]string(nil), d.Packages...)}
 	if d.Requirements == "" && len(d.Packages) == 0 {
 		r.Python = found
@@ -48,7 +49,7 @@ func (d depsFlags) request(found ...string) (deps.Request, error) {
 		}
 		r.Python = append(r.Python, reqs...)
 	}
-	if r.Empty() && (d.IndexURL != "" || d.FindLinks != "" || d.AllowSource) {
+	if r.Empty() && !indexAlone && (d.IndexURL != "" || d.FindLinks != "" || d.AllowSource) {
 		return r, usagef("--index-url, --find-links and --allow-source-builds need requirements (--requirements or --require)")
 	}
 	if !r.Empty() {

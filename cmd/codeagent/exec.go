@@ -122,7 +122,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	depReq, err := o.Deps.request()
+	depReq, err := o.Deps.request(false)
 	if err != nil {
 		return sandbox.Result{}, err
 	}

@@ -237,15 +237,19 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		return nil, nil, err
 	}
 	defer sb.Close()
-	lease, err := runDependencies(ctx, o, s, sb, backend, dataDir)
+	installer, err := runInstaller(ctx, o, m, s, sb, backend, dataDir)
 	if err != nil {
 		return nil, nil, err
 	}
 	var installed []string
-	if lease != nil {
-		defer lease.Release()
-		for _, p := range lease.Packages {
-			installed = append(installed, p.Name+" "+p.Version)
+	runSB := sb
+	if installer != nil {
+		defer installer.Close()
+		runSB = installer.Sandbox(sb)
+		if l := installer.Lease(); l != nil {
+			for _, p := range l.Packages {
+				installed = append(installed, p.Name+" "+p.Version)
+			}
 		}
 	}
 	perMinute := localPerMinute
@@ -274,15 +278,9 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		},
 		Task: o.Task, Session: sess, Purpose: "codeagent run",
 		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
-		Sandbox: app.WithDependencies(sb, lease), PerMinute: perMinute, Observer: obs})
+		Sandbox: runSB, PerMinute: perMinute, Observer: obs, Installer: installer})
 	if err != nil {
 		return nil, nil, err
-	}
-	if lease != nil {
-		if err := app.AuditDependencies(run.Rec, lease); err != nil {
-			run.Close()
-			return nil, nil, err
-		}
 	}
 	var ws *workspace.Workspace
 	var folder *workspace.Folder

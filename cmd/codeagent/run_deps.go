@@ -11,30 +11,56 @@ import (
 
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/deps"
+	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
-// runDependencies returns the environment a run's programs get: what the
-// flags declare, or else the requirements.txt of the folder or --workdir
-// the run works in (one that codeagent cannot install is named on stderr
-// and left out). Nil when there is none; installed first when need be.
-func runDependencies(ctx context.Context, o runOptions, s stdio, sb sandbox.Sandbox, backend, dataDir string) (*deps.Lease, error) {
+// runInstaller returns what gives a run's programs their dependencies:
+// what the flags declare, or else the manifest's agent.dependencies, or
+// else the requirements.txt of the folder or --workdir the run works in
+// (one that codeagent cannot install is named on stderr and left out),
+// installed now; and what the manifest's permissions.install lets a
+// program declare itself. Nil when there is neither.
+func runInstaller(ctx context.Context, o runOptions, m *manifest.Manifest, s stdio, sb sandbox.Sandbox, backend, dataDir string) (*app.Installer, error) {
 	var found []string
-	if o.Deps.Requirements == "" && len(o.Deps.Packages) == 0 {
+	var allow []string
+	fromFlags := o.Deps.Requirements != "" || len(o.Deps.Packages) > 0
+	var mreq deps.Request
+	if m != nil {
+		mreq, allow = m.DependencyRequest(), m.Agent.Permissions.Install
+	}
+	switch {
+	case fromFlags:
+	case !mreq.Empty():
+		found = mreq.Python
+	default:
 		found = folderRequirements(o, s)
 	}
-	req, err := o.Deps.request(found...)
-	if err != nil || req.Empty() {
+	req, err := o.Deps.request(len(allow) > 0, found...)
+	if err != nil {
 		return nil, err
 	}
+	if req.IndexURL == "" && req.FindLinks == "" {
+		req.IndexURL, req.FindLinks = mreq.IndexURL, mreq.FindLinks
+	}
+	if req.Empty() && len(allow) == 0 {
+		return nil, nil
+	}
 	if o.Lang != "python" {
+		if req.Empty() {
+			return nil, nil // permissions.install is for Python programs
+		}
 		return nil, usagef("--requirements and --require are for Python programs; this run is in %s", o.Lang)
 	}
 	envs := app.Envs(dataDir, sb, backend, newLogger(s.err))
 	if !o.JSON {
 		envs.OnInstall = installNotice(s.err)
 	}
-	return envs.Ensure(ctx, req)
+	in := app.NewInstaller(envs, req, allow)
+	if err := in.Start(ctx); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 // folderRequirements reads requirements.txt of the directory the run

@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"regexp"
+	"strings"
+)
+
+// Installer installs the packages a program declares on its first line,
+//
+//	# requirements: seaborn==0.13.2, scipy
+//
+// for the executions that follow. Install returns what is installed
+// ("seaborn 0.13.2"), or an error whose text goes back to the model as
+// feedback (a package the manifest does not allow, one the index lacks).
+// Allowed names, for the model, what may be installed ("any package", or
+// a list).
+type Installer interface {
+	Install(ctx context.Context, reqs []string) (installed []string, err error)
+	Allowed() string
+}
+
+// declaredRe matches a program's declaration of its requirements.
+var declaredRe = regexp.MustCompile(`(?m)\A(?:#![^\n]*\n)?#\s*requirements:\s*([^\n]*)`)
+
+// declared returns the requirements a Python program declares on its first
+// line (after a #! line), or nil.
+func declared(code string) []string {
+	m := declaredRe.FindStringSubmatch(code)
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range strings.Split(m[1], ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// install installs what code declares when it declares something new;
+// ok false means the attempt ends with the feedback said.
+func (r *run) install(ctx context.Context, n int, code string, at *Attempt) (ok bool, err error) {
+	reqs := declared(code)
+	if len(reqs) == 0 || r.a.lang.Name != "python" || strings.Join(reqs, ",") == r.installed {
+		return true, nil
+	}
+	in := r.a.deps.Installer
+	var msg string
+	if in == nil {
+		msg = "Nothing can be installed here: remove the # requirements line and use only the packages named at the start."
+	} else {
+		got, ierr := in.Install(ctx, reqs)
+		if ierr == nil {
+			r.installed = strings.Join(reqs, ",")
+			r.a.log.Info("installed the program's requirements", "requirements", reqs, "installed", got)
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		msg = "Installing " + strings.Join(reqs, ", ") + " failed: " + r.a.redact.String(ierr.Error()) +
+			". Packages that may be installed here: " + in.Allowed() + "."
+	}
+	at.ErrorClass = ClassImport
+	d := r.feedbackData(n)
+	d["Message"] = msg
+	r.say(render("install.txt", d))
+	r.fail(n, ClassImport, msg)
+	return false, nil
+}
+
+// importHint is the hint for a failed import: how to declare a package
+// when an installer is there.
+func (r *run) importHint() string {
+	if in := r.a.deps.Installer; in != nil && r.a.lang.Name == "python" {
+		return "a package that is not installed may be declared on the program's first line, as `# requirements: NAME==VERSION, OTHER`; it is installed before the program runs. Packages that may be installed here: " + in.Allowed() + "."
+	}
+	return classHints[ClassImport]
+}
