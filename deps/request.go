@@ -162,6 +162,11 @@ func (r Request) Normalize() (Request, error) {
 			return r, fmt.Errorf("%w: give an index URL or a directory of wheels (find-links), not both", ErrInvalid)
 		}
 		abs, err := filepath.Abs(r.FindLinks)
+		if err == nil {
+			// The user's own links are followed here, once: the install
+			// binds the directory they lead to.
+			abs, err = filepath.EvalSymlinks(abs)
+		}
 		if err != nil {
 			return r, fmt.Errorf("%w: find-links: %v", ErrInvalid, err)
 		}

@@ -2,6 +2,8 @@ package deps
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,5 +49,22 @@ func TestRequirementsRefused(t *testing.T) {
 		if _, err := (Request{Python: []string{"a"}, IndexURL: bad}).Normalize(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("index %q: %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// A wheelhouse reached through a link of the user's is used where it
+// leads.
+func TestFindLinksThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "wheels")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Request{Python: []string{"a"}, FindLinks: filepath.Join(dir, "link")}.Normalize()
+	if err != nil || r.FindLinks != real {
+		t.Errorf("find-links %q, %v; want %s", r.FindLinks, err, real)
 	}
 }
