@@ -35,7 +35,7 @@ func (c cellSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result
 	klim.WallTime = lim.WallTime + time.Minute // the kernel's life
 	klim.CPUTime = spec.Limits.CPUTime         // its CPU budget: the program's, or the default
 	t0 := time.Now()
-	k, err := Start(ctx, Options{Sandbox: c.sb, Workspace: spec.Workspace, Limits: klim, Env: spec.Env, Files: spec.Files})
+	k, err := Start(ctx, Options{Sandbox: c.sb, Workspace: spec.Workspace, Limits: klim, Env: spec.Env, Files: spec.Files, Binds: spec.Binds})
 	if err != nil {
 		return sandbox.Result{Status: sandbox.StatusSandboxError}, err
 	}

@@ -85,7 +85,10 @@ type Options struct {
 	// Env is added to the sandbox's environment (and Python's own).
 	Env map[string]string
 	// Files are more read-only files outside the workspace.
-	Files   []sandbox.File
+	Files []sandbox.File
+	// Binds are host directories shown read-only (a dependency
+	// environment, with PYTHONPATH in Env).
+	Binds   []sandbox.Bind
 	Preload Preload
 	// StartTimeout bounds the start (default DefaultStartTimeout).
 	StartTimeout time.Duration
@@ -155,6 +158,7 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 		Command:   cmd,
 		Workspace: opts.Workspace,
 		Files:     append([]sandbox.File{{Path: kernelPath, Data: kernelPy}}, opts.Files...),
+		Binds:     opts.Binds,
 		Env:       env,
 		Stdin:     pr,
 		Stdout:    writerFunc(k.protocol),
