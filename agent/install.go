@@ -14,7 +14,7 @@ import (
 // ("seaborn 0.13.2"), or an error whose text goes back to the model as
 // feedback (a package the manifest does not allow, one the index lacks).
 // Allowed names, for the model, what may be installed ("any package", or
-// a list).
+// a list; "" nothing).
 type Installer interface {
 	Install(ctx context.Context, reqs []string) (installed []string, err error)
 	Allowed() string
@@ -48,7 +48,7 @@ func (r *run) install(ctx context.Context, n int, code string, at *Attempt) (ok 
 	}
 	in := r.a.deps.Installer
 	var msg string
-	if in == nil {
+	if in == nil || in.Allowed() == "" {
 		msg = "Nothing can be installed here: remove the # requirements line and use only the packages named at the start."
 	} else {
 		got, ierr := in.Install(ctx, reqs)
@@ -74,7 +74,7 @@ func (r *run) install(ctx context.Context, n int, code string, at *Attempt) (ok 
 // importHint is the hint for a failed import: how to declare a package
 // when an installer is there.
 func (r *run) importHint() string {
-	if in := r.a.deps.Installer; in != nil && r.a.lang.Name == "python" {
+	if in := r.a.deps.Installer; in != nil && in.Allowed() != "" && r.a.lang.Name == "python" {
 		return "a package that is not installed may be declared on the program's first line, as `# requirements: NAME==VERSION, OTHER`; it is installed before the program runs. Packages that may be installed here: " + in.Allowed() + "."
 	}
 	return classHints[ClassImport]

@@ -129,8 +129,12 @@ var packages = map[string]string{
 // what was installed for the run.
 func (a *Agent) packages() string {
 	p := packages[a.lang.Name]
-	if len(a.cfg.Installed) > 0 && a.lang.Name == "python" {
-		p += ", and these packages installed for this task: " + strings.Join(a.cfg.Installed, ", ")
+	installed := a.cfg.Installed
+	if in, ok := a.deps.Installer.(interface{ Installed() []string }); ok && len(installed) == 0 {
+		installed = in.Installed()
+	}
+	if len(installed) > 0 && a.lang.Name == "python" {
+		p += ", and these packages installed for this task: " + strings.Join(installed, ", ")
 	}
 	return p
 }

@@ -95,11 +95,24 @@ func (in *Installer) record(rec *session.Recorder, l *deps.Lease) {
 	}
 }
 
-// Allowed says what programs may declare, for the model.
+// Installed names what programs get now ("seabird 1.0"), for the model.
+func (in *Installer) Installed() []string {
+	l := in.Lease()
+	if l == nil {
+		return nil
+	}
+	out := make([]string, len(l.Packages))
+	for i, p := range l.Packages {
+		out[i] = p.Name + " " + p.Version
+	}
+	return out
+}
+
+// Allowed says what programs may declare, for the model; "" nothing.
 func (in *Installer) Allowed() string {
 	switch {
 	case len(in.allow) == 0:
-		return "nothing beyond what is installed"
+		return ""
 	case in.allow[0] == "*":
 		return "any package of the index"
 	}
@@ -136,11 +149,7 @@ func (in *Installer) Install(ctx context.Context, reqs []string) ([]string, erro
 	if aerr != nil {
 		return nil, &session.AuditError{Err: aerr}
 	}
-	out := make([]string, len(lease.Packages))
-	for i, p := range lease.Packages {
-		out[i] = p.Name + " " + p.Version
-	}
-	return out, nil
+	return in.Installed(), nil
 }
 
 // Sandbox is sb with the installer's current environment given to every

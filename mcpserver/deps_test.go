@@ -12,6 +12,8 @@ import (
 
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/internal/pyindex"
+	"github.com/codeagent/codeagent/llm"
+	"github.com/codeagent/codeagent/llm/llmtest"
 	"github.com/codeagent/codeagent/mcpserver"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
@@ -96,5 +98,49 @@ func TestMCPExecuteCodeDependencies(t *testing.T) {
 		"dependencies": map[string]any{"python": []string{"seabird"}, "index_url": ix.URL()}})
 	if !res.IsError || !strings.Contains(text(res), "installs none") {
 		t.Errorf("a server without environments: %s", text(res))
+	}
+}
+
+// run_task installs its dependencies before the first program, and every
+// program of the run gets them.
+func TestMCPRunTaskDependencies(t *testing.T) {
+	fn, data, err := pyindex.Wheel("seabird", "1.0", map[string]string{"seabird/__init__.py": "VALUE = 42\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := pyindex.New(t, pyindex.Dist{Project: "seabird", Filename: fn, Data: data})
+	sb, err := backends.Open("auto", backends.Options{})
+	if err != nil {
+		t.Fatalf("the sandbox cannot run here: %v", err)
+	}
+	defer sb.Close()
+	model := llmtest.NewOpenAIServer(t, llmtest.Say("```python\nimport seabird\nprint(seabird.VALUE)\n```"))
+	cfg := llmtest.Config(llm.ProviderOpenAI, model.BaseURL)
+	srv, err := mcpserver.New(mcpserver.Config{WorkDir: t.TempDir(), EgressCeiling: []string{ix.Host()}},
+		mcpserver.Deps{Sandbox: sb, Model: &cfg, Envs: app.Envs(filepath.Join(t.TempDir(), "data"), sb, "", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	go func() { _ = srv.Run(ctx, st) }()
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{
+		"task": "print the seabird value", "verify": false,
+		"dependencies": map[string]any{"python": []string{"seabird==1.0"}, "index_url": ix.URL()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out mcpserver.RunTaskOutput
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &out)
+	if res.IsError || !out.Success || !strings.Contains(out.Output, "42") {
+		t.Fatalf("run_task with dependencies: %+v %+v", res, out)
 	}
 }

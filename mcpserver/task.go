@@ -51,6 +51,16 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	if err != nil {
 		return nil, out, err
 	}
+	installer, err := s.taskInstaller(in, l.Name)
+	if err != nil {
+		return nil, out, err
+	}
+	sb := s.deps.Sandbox
+	if installer != nil {
+		defer installer.Close()
+		sb = installer.Sandbox(sb)
+		in.Mode = app.ModeProgram
+	}
 	maxIter := in.MaxIterations
 	if maxIter == 0 {
 		maxIter = s.cfg.MaxIterations
@@ -75,7 +85,7 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		Config: app.AgentConfig{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
 			Limits: limits, Network: network, Mode: in.Mode, MaxSteps: in.MaxSteps},
 		Task:  in.Task,
-		Label: st.label, Sandbox: s.deps.Sandbox, Limit: st.limit,
+		Label: st.label, Sandbox: sb, Limit: st.limit, Installer: installer,
 		// Audited first: what cannot be recorded does not run.
 		Audit: app.AuditRecord{Kind: "run_task", Data: map[string]any{"task": in.Task, "language": l.Name,
 			"files": keys(in.Files), "max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts}},
@@ -103,7 +113,13 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		run.Close()
 		return nil, out, err
 	}
-	res, err := run.Agent(rctx, a, app.Task{Workspace: ws, TestCode: in.Tests})
+	var res *app.RunResult
+	if installer != nil {
+		err = installer.Start(rctx)
+	}
+	if err == nil {
+		res, err = run.Agent(rctx, a, app.Task{Workspace: ws, TestCode: in.Tests})
+	}
 	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil && err == nil {
 		err = ferr
 	}
@@ -203,4 +219,20 @@ func describe(e app.Event) string {
 		return "done: " + e.Message
 	}
 	return at + ": " + string(e.Type)
+}
+
+// taskInstaller readies run_task's dependencies (program mode only), or
+// returns nil when it asks for none.
+func (s *Server) taskInstaller(in RunTaskInput, language string) (*app.Installer, error) {
+	if in.Dependencies == nil || len(in.Dependencies.Python) == 0 {
+		return nil, nil
+	}
+	if in.Mode == app.ModeTools {
+		return nil, argError("dependencies: mode tools runs in the session's kernel, which has none: use mode program (or auto)")
+	}
+	r, err := s.dependencies(ExecuteInput{Dependencies: in.Dependencies}, language)
+	if err != nil {
+		return nil, err
+	}
+	return app.NewInstaller(s.deps.Envs, r, nil), nil
 }

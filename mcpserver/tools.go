@@ -81,6 +81,8 @@ type RunTaskInput struct {
 	AllowHosts    []string          `json:"allow_hosts,omitempty" jsonschema:"hosts the programs may reach through codeagent's HTTP proxy (HOST[:PORT]), within the server's egress ceiling; none means no network"`
 	Mode          string            `json:"mode,omitempty" jsonschema:"program (default: the model writes whole programs), tools (it calls execute_python in the session's kernel and the workspace's files; the successful cells are replayed as the program) or auto (tools when the model's endpoint takes them)"`
 	MaxSteps      int               `json:"max_steps,omitempty" jsonschema:"tool calls in tool mode (1-200, default 20)"`
+	// Dependencies are Python packages installed before the first program.
+	Dependencies *app.DependenciesRequest `json:"dependencies,omitempty" jsonschema:"python, program mode only: packages to install first, once, in a sandbox of their own ({python: [\"seaborn==0.13.2\"], index_url: a PEP 503 index within the server's egress ceiling}); every program of the run gets them"`
 }
 
 // RunTaskOutput is run_task's result.

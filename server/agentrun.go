@@ -43,11 +43,19 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 	key := kernelKey(o.Owner, o.ID)
 	var wsDir string
 	sess := o.Session
+	sb := s.executions.Sandbox("run", false)
+	var installer *app.Installer
+	if !req.deps.Empty() {
+		// Installed when the run starts (execute): the request is
+		// answered first.
+		installer = app.NewInstaller(s.envs, req.deps, nil)
+		sb = installer.Sandbox(sb)
+	}
 	ar, err := s.agents.StartRun(runCtx, app.RunRequest{
 		Config: app.AgentConfig{MaxIterations: maxIter, Verify: req.Verify == nil || *req.Verify,
 			Lang: req.Language, Network: req.net, Mode: req.Mode, MaxSteps: req.MaxSteps},
 		Task: req.Task, Session: &sess, Purpose: "codeagent serve",
-		Sandbox: s.executions.Sandbox("run", false), PerMinute: s.cfg.RunExecsPerMinute,
+		Sandbox: sb, PerMinute: s.cfg.RunExecsPerMinute, Installer: installer,
 		Observer: r,
 		Kernel: &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
 			return s.execCell(ctx, key, wsDir, c, false)
@@ -66,19 +74,29 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 	s.runs.add(r)
 	go func() {
 		defer stopTimer()
-		s.execute(rctx, r, o, ar, &wsDir)
+		if installer != nil {
+			defer installer.Close()
+		}
+		s.execute(rctx, r, o, ar, &wsDir, installer)
 	}()
 	return r, nil
 }
 
 // execute opens the session's workspace (into *wsDir, for the kernel's
 // cells), runs the agent there and records the turn with its events.
-func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, ar *app.Run, wsDir *string) {
+func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, ar *app.Run, wsDir *string, installer *app.Installer) {
 	defer s.runs.finish(r)
 	defer r.cancel()
 	log := s.log.With("run", r.ID, "key", o.Owner)
 	var res *app.RunResult
-	ws, err := s.sessionWorkspace(o.Owner, o.ID)
+	var err error
+	if installer != nil {
+		err = installer.Start(ctx)
+	}
+	var ws *workspace.Workspace
+	if err == nil {
+		ws, err = s.sessionWorkspace(o.Owner, o.ID)
+	}
 	if err == nil {
 		*wsDir = ws.Dir
 		res, err = ar.Do(ctx, app.Task{Workspace: ws})

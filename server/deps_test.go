@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/internal/pyindex"
+	"github.com/codeagent/codeagent/llm/llmtest"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -67,5 +69,32 @@ func TestExecDependencies(t *testing.T) {
 		"Content-Type", "application/json")
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "Python") {
 		t.Errorf("javascript with dependencies: %d %s", resp.StatusCode, b)
+	}
+}
+
+// A session's run takes dependencies too: installed as the run starts,
+// given to its programs, named to the model; tool mode is refused.
+func TestRunDependencies(t *testing.T) {
+	fn, data, err := pyindex.Wheel("seabird", "1.0", map[string]string{"seabird/__init__.py": "VALUE = 42\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := pyindex.New(t, pyindex.Dist{Project: "seabird", Filename: fn, Data: data})
+	ts := newTestServer(t, testOptions{cfg: Config{EgressCeiling: []string{ix.Host()}},
+		replies: []llmtest.Reply{pyReply("import seabird\nprint(seabird.VALUE)\n"), llmtest.Say(verifyOK)}})
+	s := ts.createSession(t, "", "birds")
+	deps := map[string]any{"python": []string{"seabird==1.0"}, "index_url": ix.URL()}
+	ts.json(t, "POST", "/v1/sessions/"+s.ID+"/runs", "", map[string]any{"task": "print the value", "mode": "tools", "dependencies": deps},
+		http.StatusBadRequest, nil)
+	var run runJSON
+	ts.json(t, "POST", "/v1/sessions/"+s.ID+"/runs", "", map[string]any{"task": "print the value", "dependencies": deps},
+		http.StatusAccepted, &run)
+	evs := ts.events(t, "", run.ID, "")
+	last := evs[len(evs)-1].Event
+	if last.Type != agent.EventDone || last.Success == nil || !*last.Success {
+		t.Fatalf("the run did not succeed: %+v", last)
+	}
+	if reqs := ts.model.Requests(); len(reqs) == 0 || !strings.Contains(reqs[0].Text(), "installed for this task: seabird 1.0") {
+		t.Errorf("the model is not told what is installed")
 	}
 }

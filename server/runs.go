@@ -250,8 +250,12 @@ type runRequest struct {
 	Network       *networkRequest `json:"network"`
 	Mode          string          `json:"mode"`      // program (default), tools or auto
 	MaxSteps      int             `json:"max_steps"` // tool calls in tool mode
+	// Dependencies are Python packages installed before the first program
+	// (docs/DEPENDENCIES.md); program mode only.
+	Dependencies *app.DependenciesRequest `json:"dependencies"`
 
-	net *sandbox.Network // Network, checked against the server's ceiling
+	net  *sandbox.Network // Network, checked against the server's ceiling
+	deps app.EnvRequest   // Dependencies, checked likewise
 }
 
 func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
@@ -291,6 +295,17 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	if req.net, err = s.network(req.Network); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if req.deps, err = app.ClientDependencies(req.Dependencies, req.Language, s.networkBounds()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !req.deps.Empty() {
+		if req.Mode == app.ModeTools {
+			s.writeError(w, r, badRequest("mode tools runs Python in the session's kernel, which has no dependencies: use mode program (or auto) with dependencies"))
+			return
+		}
+		req.Mode = app.ModeProgram
 	}
 	if s.isDraining() {
 		s.writeError(w, r, errDraining)
