@@ -79,3 +79,32 @@ func (r *run) importHint() string {
 	}
 	return classHints[ClassImport]
 }
+
+// installPackages is tool mode's install_packages: the packages installed
+// with what the run has, then the kernel restarted so that it imports
+// them.
+func (t *toolRun) installPackages(ctx context.Context, list string, st *Step) (string, error) {
+	var reqs []string
+	for _, r := range strings.Split(list, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			reqs = append(reqs, r)
+		}
+	}
+	if len(reqs) == 0 {
+		return refuse(st, ClassBadToolCall, "install_packages needs packages, e.g. seaborn==0.13.2"), nil
+	}
+	got, err := t.a.deps.Installer.Install(ctx, reqs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		st.ErrorClass = ClassImport
+		return "error: installing " + strings.Join(reqs, ", ") + " failed: " + t.a.redact.String(err.Error()), nil
+	}
+	if t.kern != nil {
+		if err := t.kern.Restart(ctx); err != nil {
+			return "", err
+		}
+	}
+	return "Installed: " + strings.Join(got, ", ") + ". The kernel restarted: variables and loaded data are gone; import and load again.", nil
+}

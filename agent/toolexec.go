@@ -90,6 +90,8 @@ func (t *toolRun) call(ctx context.Context, e Event, call llm.ToolCall, st *Step
 		return t.readFile(args["path"], st), nil
 	case ToolWriteFile:
 		return t.writeFile(args["path"], args["content"], st), nil
+	case ToolInstallPackages:
+		return t.installPackages(ctx, args["packages"], st)
 	}
 	return t.execute(ctx, e, d, args["code"], st)
 }

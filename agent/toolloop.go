@@ -174,7 +174,7 @@ func (t *toolRun) promptData(n int) map[string]any {
 	d := t.taskData(n)
 	lim := t.byName[ExecTool(t.a.lang.Name)].limits
 	d["Lang"], d["Exec"], d["File"] = t.a.lang.Name, ExecTool(t.a.lang.Name), t.a.SolutionFile()
-	d["Tools"], d["Packages"] = t.toolNames(), t.a.packages()
+	d["Tools"], d["Packages"], d["Install"] = t.toolNames(), t.a.packages(), t.installable()
 	d["Timeout"], d["Memory"] = lim.WallTime.String(), sandbox.FormatSize(lim.Memory)
 	d["MaxSteps"], d["Left"] = t.a.cfg.MaxSteps, t.stepsLeft()
 	return d

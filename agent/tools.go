@@ -18,6 +18,8 @@ const (
 	ToolListFiles = "list_files"
 	ToolReadFile  = "read_file"
 	ToolWriteFile = "write_file"
+	// ToolInstallPackages is offered when an Installer allows installing.
+	ToolInstallPackages = "install_packages"
 )
 
 // execTools are the execute tools, by name, with their language.
@@ -169,6 +171,11 @@ func (a *Agent) toolset() []toolDef {
 		}
 		defs = append(defs, toolDef{name: name, doc: doc, lang: l, safeLang: sl, limits: lim,
 			params: []param{{name: "code", doc: "the " + l.Name + " code to run", required: true}}})
+	}
+	if in := a.deps.Installer; in != nil && in.Allowed() != "" && a.lang.Name == "python" {
+		defs = append(defs, toolDef{name: ToolInstallPackages,
+			doc:    "Install Python packages for the code that follows (may be installed: " + in.Allowed() + "). The kernel then restarts: variables and loaded data are gone, so load them again.",
+			params: []param{{name: "packages", doc: "requirements separated by commas, e.g. seaborn==0.13.2, scipy", required: true}}})
 	}
 	return append(defs,
 		toolDef{name: ToolListFiles, doc: "List the files in the working directory (or one of its directories) with their sizes.",

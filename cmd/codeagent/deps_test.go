@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/internal/pyindex"
+	"github.com/codeagent/codeagent/llm/llmtest"
 )
 
 func birdIndex(t *testing.T) *pyindex.Index {
@@ -182,5 +184,40 @@ func TestRunProgramDeclaresItsRequirements(t *testing.T) {
 				t.Errorf("exit %d, %d requests; the refusal should reach the model\n%s", code, len(reqs), reqs[len(reqs)-1].Text())
 			}
 		})
+	}
+}
+
+// Tool mode: install_packages is offered when the manifest allows
+// installing; the kernel restarts with the packages and the replay in a
+// fresh sandbox has them too.
+func TestRunToolModeInstallsPackages(t *testing.T) {
+	ix := birdIndex(t)
+	man := filepath.Join(t.TempDir(), "codeagent.yaml")
+	if err := os.WriteFile(man, []byte("agent:\n  tools:\n    - name: execute_python\n  permissions:\n    install: [seabird, gull]\n  dependencies:\n    index_url: "+ix.URL()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, flags := modelServer(t,
+		llmtest.Call(llmtest.ToolCall("install_packages", map[string]string{"packages": "albatross"})),
+		llmtest.Call(llmtest.ToolCall("install_packages", map[string]string{"packages": "seabird==1.0"})),
+		pyCallReply("import seabird\nprint('value', seabird.VALUE)\n"),
+		llmtest.Say("The value is printed."),
+		llmtest.Say(`{"task_complete": true, "missing": ""}`),
+	)
+	code, stdout, stderr := runBinary(t, "", nil, append(append([]string{"run", "--data-dir", t.TempDir(), "--manifest", man,
+		"--mode", "tools", "--json"}, flags...), "print the seabird value")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var res agent.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	h := res.History[0]
+	if !res.Success || len(h.Steps) != 3 || !strings.Contains(h.Steps[0].Output, "albatross may not be installed here") ||
+		!strings.Contains(h.Steps[1].Output, "seabird 1.0") || !strings.Contains(h.Steps[1].Output, "The kernel restarted") || h.Replay == nil || h.Replay.Status != "ok" {
+		t.Fatalf("result %+v", res)
+	}
+	if first := srv.Requests()[0].Text(); !strings.Contains(first, "install_packages installs more (may be installed: seabird, gull)") {
+		t.Errorf("the model is not told it may install:\n%s", first)
 	}
 }
