@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/internal/nofollow"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -81,7 +84,7 @@ func install(ctx context.Context, sb sandbox.Sandbox, r Request, dir string, lim
 		out := string(res.Stderr)
 		return nil, &InstallError{Message: pipError(out, res), Output: tail(out+string(res.Stdout), 4000)}
 	}
-	return readReport(filepath.Join(dir, "report.json"))
+	return readReport(dir)
 }
 
 // pipError is the message of a failed install: pip's ERROR lines, or the
@@ -119,9 +122,25 @@ type Package struct {
 	URL    string `json:"url,omitempty"`
 }
 
-// readReport reads pip's installation report (pip install --report).
-func readReport(path string) ([]Package, error) {
-	b, err := os.ReadFile(path)
+// readReport reads pip's installation report (pip install --report) in
+// the install's workspace dir, which its sandbox wrote: by descriptor,
+// following no link, a regular file of at most 16 MiB.
+func readReport(dir string) ([]Package, error) {
+	d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("install dependencies: %w", err)
+	}
+	fd, err := nofollow.Open(d, "report.json", nofollow.How{Flags: unix.O_RDONLY | unix.O_NONBLOCK})
+	unix.Close(d)
+	if err != nil {
+		return nil, fmt.Errorf("install dependencies: pip's report: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "report.json")
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("install dependencies: pip's report is not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 16<<20))
 	if err != nil {
 		return nil, fmt.Errorf("install dependencies: pip's report: %w", err)
 	}

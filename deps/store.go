@@ -27,8 +27,9 @@ const DefaultMaxBytes = 5 << 30
 // Store keeps environments under Dir, one directory each, named by its
 // key:
 //
-//	KEY/env.json   what was asked and installed (Env)
-//	KEY/site/      the packages, bound read-only into executions
+//	KEY/env.json   what was asked and installed (Env), written by codeagent
+//	KEY/ws/        the install's workspace, which its sandbox wrote
+//	KEY/ws/site/   the packages, bound read-only into executions
 //	KEY.lock       taken exclusively to install or remove KEY, shared by
 //	               each execution that uses it (flock)
 //	.staging-*     installs under way, or left by a crash (swept)
@@ -74,7 +75,7 @@ type Env struct {
 
 // Bind is the bind that shows e to a program, at PythonPath.
 func (e Env) Bind() sandbox.Bind {
-	return sandbox.Bind{Source: filepath.Join(e.Dir, "site"), Path: PythonPath}
+	return sandbox.Bind{Source: filepath.Join(e.Dir, "ws", "site"), Path: PythonPath}
 }
 
 // Apply makes spec's program see e: bound read-only and first on
@@ -249,22 +250,32 @@ func (s *Store) install(ctx context.Context, r Request, key string) (Env, error)
 			_ = os.RemoveAll(staging)
 		}
 	}()
+	// The sandbox writes only below ws: what codeagent writes itself
+	// (env.json) is beside it, where no link of the install's can be.
+	ws := filepath.Join(staging, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		return Env{}, fmt.Errorf("environments: %w", err)
+	}
 	lim := InstallLimits().Overlay(s.Limits)
 	start := time.Now()
-	pkgs, err := install(ctx, s.Sandbox, r, staging, lim)
+	pkgs, err := install(ctx, s.Sandbox, r, ws, lim)
 	if err != nil {
 		return Env{}, err
 	}
-	if fi, err := os.Lstat(filepath.Join(staging, "site")); err != nil || !fi.IsDir() {
-		if err := os.Mkdir(filepath.Join(staging, "site"), 0o755); err != nil {
+	if fi, err := os.Lstat(filepath.Join(ws, "site")); err != nil || !fi.IsDir() {
+		// Nothing installed, or something in the way: an empty one.
+		if err := os.RemoveAll(filepath.Join(ws, "site")); err != nil {
+			return Env{}, fmt.Errorf("environments: %w", err)
+		}
+		if err := os.Mkdir(filepath.Join(ws, "site"), 0o755); err != nil {
 			return Env{}, fmt.Errorf("environments: %w", err)
 		}
 	}
-	_ = os.Remove(filepath.Join(staging, "report.json"))
-	env := Env{Key: key, Request: r, Packages: pkgs, Size: dirSize(staging), Created: time.Now().UTC().Truncate(time.Second)}
+	_ = os.Remove(filepath.Join(ws, "report.json"))
+	env := Env{Key: key, Request: r, Packages: pkgs, Size: dirSize(ws), Created: time.Now().UTC().Truncate(time.Second)}
 	data, err := json.MarshalIndent(env, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(staging, "env.json"), append(data, '\n'), 0o644)
+		err = os.WriteFile(filepath.Join(staging, "env.json"), append(data, '\n'), 0o644) // staging is ours alone
 	}
 	if err == nil {
 		err = unix.Renameat2(unix.AT_FDCWD, staging, unix.AT_FDCWD, filepath.Join(s.Dir, key), unix.RENAME_NOREPLACE)

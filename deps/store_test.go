@@ -186,8 +186,16 @@ func TestFailedInstallLeavesNothing(t *testing.T) {
 // stays absent.
 func TestSourceBuildStaysInTheSandbox(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "pwned")
+	// A host file the script points links at, where codeagent, as root,
+	// writes and reads its own files after the install.
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("the user's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	setup := "import os\nfor p in (" + "'" + marker + "', '/tmp/pwned-by-setup'):\n" +
 		"    try:\n        open(p, 'w').write('x')\n    except OSError:\n        pass\n" +
+		"for n in ('env.json', '../env.json', 'report.json.old'):\n" +
+		"    try:\n        os.symlink('" + victim + "', '/workspace/' + n)\n    except OSError:\n        pass\n" +
 		"from setuptools import setup\nsetup(name='puffin', version='1.0', packages=['puffin'])\n"
 	fn, data, err := pyindex.Sdist("puffin", "1.0", setup)
 	if err != nil {
@@ -208,6 +216,12 @@ func TestSourceBuildStaysInTheSandbox(t *testing.T) {
 		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the setup script wrote the host's %s", p)
 		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "the user's\n" {
+		t.Errorf("codeagent wrote through a link the setup script planted: %q", b)
+	}
+	if envs, _ := s.List(); len(envs) != 1 || len(envs[0].Packages) != 1 {
+		t.Errorf("environments %+v", envs)
 	}
 }
 
