@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -52,9 +53,10 @@ func (w *podWatch) run(ctx context.Context) {
 	defer close(w.done)
 	sel := metav1.ListOptions{LabelSelector: labelPool + "=" + w.b.id}
 	for ctx.Err() == nil {
+		followed := w.followed()
 		list, err := w.b.api.pods(w.b.cfg.Namespace).List(ctx, sel)
 		if err == nil {
-			w.catchUp(list.Items)
+			w.catchUp(list.Items, followed)
 			opts := sel
 			opts.ResourceVersion = list.ResourceVersion
 			var wi watch.Interface
@@ -90,8 +92,19 @@ func (w *podWatch) follow(ctx context.Context, wi watch.Interface) {
 	}
 }
 
-// catchUp marks gone the followed boxes whose Pods are not in pods or ended.
-func (w *podWatch) catchUp(pods []corev1.Pod) {
+// followed is the boxes followed now: taken before a list, it is the
+// boxes whose Pods the list must show.
+func (w *podWatch) followed() map[string]*box {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.boxes)
+}
+
+// catchUp marks gone the boxes of followed (taken before pods were
+// listed) whose Pods are not in pods or ended. A box followed since may
+// have a Pod created after the list: the watch that follows the list
+// reports what happens to it.
+func (w *podWatch) catchUp(pods []corev1.Pod, followed map[string]*box) {
 	have := map[string]bool{}
 	for i := range pods {
 		if !ended(&pods[i]) {
@@ -100,8 +113,8 @@ func (w *podWatch) catchUp(pods []corev1.Pod) {
 	}
 	w.mu.Lock()
 	var lost []string
-	for name := range w.boxes {
-		if !have[name] {
+	for name, bx := range followed {
+		if !have[name] && w.boxes[name] == bx {
 			lost = append(lost, name)
 		}
 	}
