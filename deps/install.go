@@ -40,12 +40,18 @@ type InstallError struct {
 
 func (e *InstallError) Error() string { return "install dependencies: " + e.Message }
 
+// installTmp is the install's temporary directory, in its workspace.
+const installTmp = ".tmp"
+
 // installSpec is the sandbox.Spec that installs r (normalised) into the
 // workspace dir: pip, from the index (the only host the sandbox may reach)
 // or from the wheelhouse bound read-only with no network at all, into
 // dir/site, with a report of what it installed in dir/report.json.
 func installSpec(r Request, dir string, lim sandbox.Limits) (sandbox.Spec, error) {
-	cmd := []string{"python3", "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+	// pip builds the environment in TMPDIR and moves it into --target:
+	// on the same file system, a rename (the kubernetes backend's /tmp is
+	// another, and copying there fails).
+	cmd := []string{"sh", "-c", `mkdir -p "$TMPDIR" && exec "$@"`, "pip", "python3", "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
 		"--no-cache-dir", "--no-warn-script-location", "--progress-bar", "off",
 		"--target", sandbox.WorkspacePath + "/site", "--report", sandbox.WorkspacePath + "/report.json"}
 	if !r.AllowSource {
@@ -53,7 +59,8 @@ func installSpec(r Request, dir string, lim sandbox.Limits) (sandbox.Spec, error
 	}
 	spec := sandbox.Spec{Workspace: dir, Limits: lim,
 		Files: []sandbox.File{{Path: "/code/requirements.txt", Data: []byte(strings.Join(r.Python, "\n") + "\n")}},
-		Env:   map[string]string{"PIP_CONFIG_FILE": "/dev/null", "PYTHONNOUSERSITE": "1", "HOME": "/tmp"}}
+		Env: map[string]string{"PIP_CONFIG_FILE": "/dev/null", "PYTHONNOUSERSITE": "1", "HOME": "/tmp",
+			"TMPDIR": sandbox.WorkspacePath + "/" + installTmp}}
 	if r.FindLinks != "" {
 		cmd = append(cmd, "--no-index", "--find-links", wheelsPath)
 		spec.Binds = []sandbox.Bind{{Source: r.FindLinks, Path: wheelsPath}}
@@ -77,6 +84,10 @@ func install(ctx context.Context, sb sandbox.Sandbox, r Request, dir string, lim
 		return nil, err
 	}
 	res, err := sb.Run(ctx, spec)
+	if err != nil && spec.Network != nil && errors.Is(err, sandbox.ErrInvalidSpec) {
+		// A backend without network (kubernetes): a wheelhouse still works.
+		return nil, fmt.Errorf("install dependencies from %s: %w; install from a directory of wheels instead (--find-links, find_links)", r.IndexURL, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("install dependencies: %w", err)
 	}
@@ -91,10 +102,15 @@ func install(ctx context.Context, sb sandbox.Sandbox, r Request, dir string, lim
 // sandbox's verdict when there are none (a timeout, the memory limit).
 func pipError(stderr string, res sandbox.Result) string {
 	var lines []string
-	for _, l := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(l, "ERROR: ") {
-			lines = append(lines, strings.TrimPrefix(l, "ERROR: "))
+	all := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, l := range all {
+		if l, ok := strings.CutPrefix(strings.TrimSpace(l), "ERROR: "); ok {
+			lines = append(lines, l)
 		}
+	}
+	if len(lines) == 1 && lines[0] == "Exception:" {
+		// pip's own failure: the traceback's last line says what.
+		lines[0] = "pip failed: " + strings.TrimSpace(all[len(all)-1])
 	}
 	if len(lines) > 0 {
 		return tail(strings.Join(lines, "; "), 1000)

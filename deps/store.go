@@ -272,6 +272,9 @@ func (s *Store) install(ctx context.Context, r Request, key string) (Env, error)
 		}
 	}
 	_ = os.Remove(filepath.Join(ws, "report.json"))
+	if err := os.RemoveAll(filepath.Join(ws, installTmp)); err != nil { // links are removed, not followed
+		return Env{}, fmt.Errorf("environments: %w", err)
+	}
 	env := Env{Key: key, Request: r, Packages: pkgs, Size: dirSize(ws), Created: time.Now().UTC().Truncate(time.Second)}
 	data, err := json.MarshalIndent(env, "", "  ")
 	if err == nil {

@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/codeagent/codeagent/internal/pyindex"
 )
 
 // kubeOrSkip returns the test cluster's kubeconfig (.ci/run starts one
@@ -76,5 +79,48 @@ func TestKubeWeakPodsRefused(t *testing.T) {
 	status, body, _ := call(t, "POST", base+"/v1/exec", `{"language":"python","code":"print(1)"}`)
 	if status != 503 || !strings.Contains(body, "io_uring_setup") {
 		t.Fatalf("serve on weak Pods: %d %s", status, body)
+	}
+}
+
+// TestKubeDependencies: on the kubernetes backend an environment is
+// installed in a Pod from a directory of wheels (--find-links; Pods get
+// no network) and reaches the program's Pod read-only; the second exec
+// uses the cached environment; an index is refused with the way out.
+func TestKubeDependencies(t *testing.T) {
+	kc := kubeOrSkip(t)
+	var dists []pyindex.Dist
+	for _, w := range []struct{ name, version, file, code string }{
+		{"seabird", "1.0", "seabird/__init__.py", "import gull\nVALUE = 40 + gull.TWO\n"},
+		{"gull", "0.7", "gull/__init__.py", "TWO = 2\n"},
+	} {
+		var requires []string
+		if w.name == "seabird" {
+			requires = []string{"gull>=0.5"}
+		}
+		fn, data, err := pyindex.Wheel(w.name, w.version, map[string]string{w.file: w.code}, requires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dists = append(dists, pyindex.Dist{Project: w.name, Filename: fn, Data: data})
+	}
+	wheels := filepath.Join(t.TempDir(), "wheels")
+	if err := pyindex.WriteWheelhouse(wheels, dists...); err != nil {
+		t.Fatal(err)
+	}
+	dir, data := t.TempDir(), t.TempDir()
+	prog := writeProgram(t, "p.py", "import os, seabird\nprint(seabird.VALUE)\ntry:\n    open(seabird.__file__, 'a')\nexcept OSError as e:\n    print('read-only', e.errno)\n")
+	args := []string{"exec", "--backend", "kubernetes", "--kubeconfig", kc, "--data-dir", data, "--find-links", wheels, "--require", "seabird==1.0", prog}
+	code, stdout, stderr := runBinary(t, dir, nil, args...)
+	if code != 0 || stdout != "42\nread-only 30\n" || !strings.Contains(stderr, "installing seabird==1.0") {
+		t.Fatalf("first exec: %d %q %q", code, stdout, stderr)
+	}
+	code, stdout, stderr = runBinary(t, dir, nil, args...)
+	if code != 0 || stdout != "42\nread-only 30\n" || strings.Contains(stderr, "installing") {
+		t.Fatalf("second exec (cached): %d %q %q", code, stdout, stderr)
+	}
+	code, _, stderr = runBinary(t, dir, nil, "exec", "--backend", "kubernetes", "--kubeconfig", kc, "--data-dir", data,
+		"--index-url", "http://127.0.0.1:9/simple/", "--require", "seabird==1.0", prog)
+	if code != exitUsage || !strings.Contains(stderr, "--find-links") {
+		t.Fatalf("an index on kubernetes: %d %q", code, stderr)
 	}
 }

@@ -120,7 +120,21 @@ func (s *switchWriter) Write(p []byte) (int, error) {
 // createBox creates a Pod of class c, waits until it runs and opens its
 // streams.
 func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
-	pod, err := b.api.pods(b.cfg.Namespace).Create(ctx, b.podSpec(c, b.cfg.PodLifetime), metav1.CreateOptions{})
+	return b.createBoxWith(ctx, c, nil)
+}
+
+// createBoxWith is createBox for a spec with binds (binds.go): its Pod
+// has the binds' volumes, filled before the streams open.
+func (b *Backend) createBoxWith(ctx context.Context, c class, binds []sandbox.Bind) (*box, error) {
+	spec := b.podSpec(c, b.cfg.PodLifetime)
+	if len(binds) > 0 {
+		sizes, err := bindSizes(binds)
+		if err != nil {
+			return nil, err
+		}
+		withBinds(spec, binds, sizes)
+	}
+	pod, err := b.api.pods(b.cfg.Namespace).Create(ctx, spec, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create Pod: %w", err)
 	}
@@ -136,6 +150,9 @@ func (b *Backend) createBox(ctx context.Context, c class) (*box, error) {
 		return nil, err
 	}
 	if bx.start, err = b.waitRunning(ctx, pod); err != nil {
+		return fail(err)
+	}
+	if err := b.stageBinds(ctx, pod.Name, binds); err != nil {
 		return fail(err)
 	}
 	if err := b.arm(bx); err != nil {
@@ -179,10 +196,15 @@ func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod) (time.Time, 
 			case corev1.PodFailed, corev1.PodSucceeded:
 				return time.Time{}, fmt.Errorf("Pod %s ended before use: %s", pod.Name, last)
 			case corev1.PodRunning:
+				// Every container (the stager too, when there is one).
+				running := 0
 				for _, cs := range p.Status.ContainerStatuses {
-					if cs.Name == container && cs.State.Running != nil && p.Status.StartTime != nil {
-						return p.Status.StartTime.Time, nil
+					if cs.State.Running != nil {
+						running++
 					}
+				}
+				if running == len(pod.Spec.Containers) && p.Status.StartTime != nil {
+					return p.Status.StartTime.Time, nil
 				}
 			}
 		}
@@ -289,7 +311,12 @@ func readFrames(r io.ReadCloser, ch chan<- frame) {
 // stream runs cmd in pod's sandbox container through the exec API
 // (WebSocket, or SPDY where the server lacks it) until it ends.
 func (b *Backend) stream(ctx context.Context, pod string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	u := b.api.execURL(b.cfg.Namespace, pod, &corev1.PodExecOptions{Container: container, Command: cmd, Stdin: stdin != nil, Stdout: true, Stderr: true})
+	return b.streamIn(ctx, pod, container, cmd, stdin, stdout, stderr)
+}
+
+// streamIn is stream in another of the Pod's containers (the stager).
+func (b *Backend) streamIn(ctx context.Context, pod, ctr string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	u := b.api.execURL(b.cfg.Namespace, pod, &corev1.PodExecOptions{Container: ctr, Command: cmd, Stdin: stdin != nil, Stdout: true, Stderr: true})
 	ex, err := b.executor(u)
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)

@@ -344,10 +344,6 @@ func validate(spec sandbox.Spec) error {
 		// be handed into one, so an allow list is refused, not ignored.
 		return fmt.Errorf("%w: the kubernetes backend gives programs no network; an allow list needs the namespace or docker backend", sandbox.ErrInvalidSpec)
 	}
-	if len(spec.Binds) > 0 {
-		// A Pod would need the directories on its node; refused, not ignored.
-		return fmt.Errorf("%w: the kubernetes backend cannot bind directories yet; binds need the namespace or docker backend", sandbox.ErrInvalidSpec)
-	}
 	for _, f := range spec.Files {
 		if !strings.HasPrefix(f.Path, CodePath+"/") || !validRel(strings.TrimPrefix(f.Path, CodePath+"/")) {
 			return fmt.Errorf("%w: file path %q: the kubernetes backend places files under %s/ only", sandbox.ErrInvalidSpec, f.Path, CodePath)

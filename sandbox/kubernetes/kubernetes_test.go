@@ -257,13 +257,60 @@ func TestRefusesAllowList(t *testing.T) {
 	}
 }
 
-// TestRefusesBinds: the backend cannot bind host directories into a Pod,
-// so a spec with binds is refused, not run without them.
-func TestRefusesBinds(t *testing.T) {
+// TestBindsReachThePod binds an environment as an installer leaves it
+// (nested packages, a read-only directory, a link planted by a package's
+// build that points at a host file) and a wheelhouse: the program reads
+// and imports them, the link stays a link inside the Pod (it never copies
+// the host file it names), nothing it does changes them, and the Pod made
+// for the spec is gone after the run; a later spec sees no bind.
+func TestBindsReachThePod(t *testing.T) {
+	b := newTestBackend(t, testConfig(t, 1))
+	defer closeAndCheck(t, b)
+	env := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(env+"/pkg/sub", 0o755))
+	must(os.WriteFile(env+"/pkg/__init__.py", []byte("from .sub.mod import VALUE\n"), 0o644))
+	must(os.WriteFile(env+"/pkg/sub/__init__.py", nil, 0o644))
+	must(os.WriteFile(env+"/pkg/sub/mod.py", []byte("VALUE = 42\n"), 0o644))
+	must(os.WriteFile(env+"/big.bin", make([]byte, 3<<20), 0o644))
+	must(os.Symlink("/etc/shadow", env+"/planted"))
+	must(os.Mkdir(env+"/ro", 0o755))
+	must(os.WriteFile(env+"/ro/f", []byte("f"), 0o644))
+	must(os.Chmod(env+"/ro", 0o555))
+	defer os.Chmod(env+"/ro", 0o755)
+	wheels := t.TempDir()
+	must(os.WriteFile(wheels+"/w.txt", []byte("wheel"), 0o644))
+	code := `import os, pkg
+print(pkg.VALUE, os.path.getsize('/deps/python/big.bin'), os.readlink('/deps/python/planted'), open('/deps/python/ro/f').read(), open('/deps/wheels/w.txt').read())
+for what in (lambda: open('/deps/python/x', 'w'), lambda: os.remove('/deps/python/big.bin'), lambda: os.chmod('/deps/python/ro', 0o777), lambda: open('/deps/wheels/w.txt', 'a')):
+    try:
+        what()
+        print('changed')
+    except OSError as e:
+        print(e.errno == 30)
+`
 	spec := sandbox.Spec{Command: []string{"python3", CodePath + "/main.py"}, Workspace: t.TempDir(),
-		Files: []sandbox.File{{Path: CodePath + "/main.py", Data: []byte("print(1)")}},
-		Binds: []sandbox.Bind{{Source: t.TempDir(), Path: sandbox.BindRoot + "/python"}}}
-	if _, err := (&Backend{}).Run(context.Background(), spec); !errors.Is(err, sandbox.ErrInvalidSpec) {
-		t.Fatalf("binds: %v, want ErrInvalidSpec", err)
+		Files: []sandbox.File{{Path: CodePath + "/main.py", Data: []byte(code)}},
+		Env:   map[string]string{"PYTHONPATH": sandbox.BindRoot + "/python"},
+		Binds: []sandbox.Bind{{Source: env, Path: sandbox.BindRoot + "/python"}, {Source: wheels, Path: sandbox.BindRoot + "/wheels"}}}
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("42 %d /etc/shadow f wheel\nTrue\nTrue\nTrue\nTrue\n", 3<<20)
+	if res.Status != sandbox.StatusOK || string(res.Stdout) != want {
+		t.Fatalf("status %s, stdout %q, want %q; stderr %s", res.Status, res.Stdout, want, res.Stderr)
+	}
+	if b, err := os.ReadFile(env + "/ro/f"); err != nil || string(b) != "f" {
+		t.Errorf("the host's bound file changed: %q %v", b, err)
+	}
+	res, err = b.Run(context.Background(), sandbox.Spec{Command: []string{"python3", "-c", "import os; print(os.path.exists('/deps/python'))"}, Workspace: t.TempDir()})
+	if err != nil || string(res.Stdout) != "False\n" {
+		t.Fatalf("a spec without binds: %v %q %s", err, res.Stdout, res.Stderr)
 	}
 }

@@ -34,13 +34,24 @@ type execution struct {
 	killed bool
 }
 
+// take returns a box for a run: from the pool, or for a spec with binds
+// one made for it.
+func (b *Backend) take(ctx context.Context, c class, binds []sandbox.Bind) (*box, error) {
+	if len(binds) == 0 {
+		return b.pool.take(ctx, c)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.StartTimeout)
+	defer cancel()
+	return b.createBoxWith(ctx, c, binds)
+}
+
 // execute runs spec in a box, trying another when one fails before its
 // program started.
 func (b *Backend) execute(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits) (sandbox.Result, error) {
 	c := classOf(lim)
 	var last error
 	for try := 0; try < 3; try++ {
-		bx, err := b.pool.take(ctx, c)
+		bx, err := b.take(ctx, c, spec.Binds)
 		if err != nil {
 			return sandbox.Result{}, &sandbox.SetupError{Reason: "start a sandbox Pod", Err: err}
 		}
