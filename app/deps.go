@@ -26,7 +26,26 @@ func Envs(dataDir string, sb sandbox.Sandbox, backend string, log *slog.Logger) 
 	if backend == "" || backend == "auto" {
 		backend = "namespace"
 	}
-	return &deps.Store{Dir: filepath.Join(dataDir, "envs"), Sandbox: sb, Platform: backend + "/" + runtime.GOARCH, Logger: log}
+	return &deps.Store{Dir: filepath.Join(dataDir, "envs"), Sandbox: sb, Platform: platform(backend, hostPython), Logger: log}
+}
+
+// hostPython is the interpreter the namespace backend's programs run: the
+// host's, seen read-only.
+const hostPython = "/usr/bin/python3"
+
+// platform names what an environment is built for: the backend, the
+// machine and, for the namespace backend, the host's Python by its
+// versioned name (python3.11), so that an upgrade of the host's Python
+// installs anew rather than reusing packages compiled for the old one.
+// The images' interpreters come with the image.
+func platform(backend, python string) string {
+	p := backend + "/" + runtime.GOARCH
+	if backend == "namespace" {
+		if real, err := filepath.EvalSymlinks(python); err == nil {
+			p += "/" + filepath.Base(real)
+		}
+	}
+	return p
 }
 
 // DependenciesRequest is what a client of a door (the HTTP API, MCP) may
