@@ -2,16 +2,16 @@ package agent
 
 import (
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/workspace"
 )
 
 // deliverableName matches a file name with an extension that a task may
 // ask a program to write: a plot, a table, a report, a page.
-var deliverableName = regexp.MustCompile(`(?i)(?:^|[\s"'` + "`" + `(\[])((?:[\w-]+/)*[\w][\w.-]*\.(?:png|jpe?g|svg|gif|pdf|csv|tsv|txt|json|jsonl|html|md|xlsx|parquet|xml|yaml|yml))\b`)
+var deliverableName = lazyre.New(`(?i)(?:^|[\s"'` + "`" + `(\[])((?:[\w-]+/)*[\w][\w.-]*\.(?:png|jpe?g|svg|gif|pdf|csv|tsv|txt|json|jsonl|html|md|xlsx|parquet|xml|yaml|yml))\b`)
 
 // deliverables are the files the task names that the workspace did not
 // hold when the run began (those it held are inputs): what a successful

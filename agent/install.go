@@ -2,8 +2,9 @@ package agent
 
 import (
 	"context"
-	"regexp"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
 // Installer installs the packages a program declares on its first line,
@@ -21,7 +22,7 @@ type Installer interface {
 }
 
 // declaredRe matches a program's declaration of its requirements.
-var declaredRe = regexp.MustCompile(`(?m)\A(?:#![^\n]*\n)?#\s*requirements:\s*([^\n]*)`)
+var declaredRe = lazyre.New(`(?m)\A(?:#![^\n]*\n)?#\s*requirements:\s*([^\n]*)`)
 
 // declared returns the requirements a Python program declares on its first
 // line (after a #! line), or nil.
