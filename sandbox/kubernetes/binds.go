@@ -34,7 +34,7 @@ const stager = "stager"
 func bindSizes(binds []sandbox.Bind) ([]int64, error) {
 	sizes := make([]int64, len(binds))
 	for i, bd := range binds {
-		err := walkBind(bd.Source, func(rel string, fi fs.FileInfo, _ *os.Root) error {
+		err := walkTree(bd.Source, func(rel string, fi fs.FileInfo, _ *os.Root) error {
 			sizes[i] += 4096 + (fi.Size()+4095)/4096*4096
 			return nil
 		})
@@ -99,7 +99,7 @@ func (b *Backend) stageBinds(ctx context.Context, pod string, binds []sandbox.Bi
 // following a link and without crossing into file systems mounted below.
 func writeTar(w io.Writer, src string) error {
 	tw := tar.NewWriter(w)
-	err := walkBind(src, func(rel string, fi fs.FileInfo, root *os.Root) error {
+	err := walkTree(src, func(rel string, fi fs.FileInfo, root *os.Root) error {
 		// Modes are readable by all, executable as the source is: the
 		// volume is read-only to the program anyway, and tar in the stager
 		// may not chmod (the setgid bit the Pod's fsGroup gives
@@ -144,10 +144,11 @@ func writeTar(w io.Writer, src string) error {
 	return tw.Close()
 }
 
-// walkBind calls fn for every directory, regular file and link below src
-// (opened without following links), in lexical order; other kinds, and
-// file systems mounted below src, are left out.
-func walkBind(src string, fn func(rel string, fi fs.FileInfo, root *os.Root) error) error {
+// walkTree calls fn for every directory, regular file and link below src
+// (opened without following links, through os.Root), in lexical order;
+// other kinds, and file systems mounted below src, are left out. It
+// walks a workspace to stage it, and a bind's source to copy it.
+func walkTree(src string, fn func(rel string, fi fs.FileInfo, root *os.Root) error) error {
 	root, err := os.OpenRoot(src)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
 
 // chunkSize is the file content carried by one frame.
@@ -25,45 +24,19 @@ const chunkSize = 256 << 10
 // paths sent, which the copy back compares with what the Pod has.
 func stageIn(a *frameWriter, ws string, files []sandbox.File) (map[string]bool, error) {
 	sent := map[string]bool{}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return nil, fmt.Errorf("open workspace: %w", err)
-	}
-	defer root.Close()
-	_, rs, err := wsperm.RootOf(root)
-	if err != nil {
-		return nil, fmt.Errorf("stat workspace: %w", err)
-	}
-	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		fi, err := root.Lstat(rel)
-		if err != nil {
-			return err
-		}
-		if st, ok := wsperm.StatOf(fi); ok && st.Dev != rs.Dev {
-			if fi.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
+	err := walkTree(ws, func(rel string, fi fs.FileInfo, root *os.Root) error {
 		perm := uint32(fi.Mode().Perm())
+		var err error
 		switch {
 		case fi.IsDir():
 			err = a.queue(frameDir, append(be32(perm), rel...))
 		case fi.Mode().IsRegular():
 			err = sendFile(a, root, rel, perm)
-		case fi.Mode()&fs.ModeSymlink != 0:
+		default: // a link
 			var target string
 			if target, err = root.Readlink(rel); err == nil {
 				err = a.queue(frameLink, append(append(be16(len(rel)), rel...), target...))
 			}
-		default:
-			return nil
 		}
 		if err == nil {
 			sent[rel] = true
