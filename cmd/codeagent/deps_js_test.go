@@ -50,6 +50,9 @@ func TestExecWithJavaScriptDependencies(t *testing.T) {
 	if code != 0 || strings.TrimSpace(stdout) != "42" || strings.Contains(stderr, "installing") || reg.Requests() != asked {
 		t.Fatalf("second exec, registry gone: %d %q %q", code, stdout, stderr)
 	}
+	if code, stdout, _ = runBinary(t, dir, nil, "envs", "list", "--data-dir", data); !strings.Contains(stdout, "kiwi@1.0.0 moa@2.0.1") {
+		t.Errorf("envs list: %d %q", code, stdout)
+	}
 	code, _, stderr = runBinary(t, dir, nil, "exec", "--backend", "namespace", "--data-dir", data, prog)
 	if code != 1 || !strings.Contains(stderr, "Cannot find module 'kiwi'") {
 		t.Errorf("without dependencies: %d %q", code, stderr)
