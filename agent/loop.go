@@ -133,8 +133,12 @@ func (a *Agent) packages() string {
 	if in, ok := a.deps.Installer.(interface{ Installed() []string }); ok && len(installed) == 0 {
 		installed = in.Installed()
 	}
-	if len(installed) > 0 && a.lang.Name == "python" {
+	switch {
+	case len(installed) == 0:
+	case a.lang.Name == "python":
 		p += ", and these packages installed for this task: " + strings.Join(installed, ", ")
+	case a.lang.Name == "javascript":
+		p += ", and these packages installed for this task (load them with require): " + strings.Join(installed, ", ")
 	}
 	return p
 }

@@ -49,30 +49,43 @@ func platform(backend, python string) string {
 }
 
 // DependenciesRequest is what a client of a door (the HTTP API, MCP) may
-// ask to have installed: requirements and an index, never a directory of
-// the host's.
+// ask to have installed: requirements and an index, npm packages and a
+// registry, never a directory of the host's.
 type DependenciesRequest struct {
-	Python            []string `json:"python"`
+	Python            []string `json:"python,omitempty"`
 	IndexURL          string   `json:"index_url,omitempty"`
 	AllowSourceBuilds bool     `json:"allow_source_builds,omitempty"`
+	JavaScript        []string `json:"javascript,omitempty"`
+	NPMRegistry       string   `json:"npm_registry,omitempty"`
 }
 
-// ClientDependencies checks a client's request for language: Python only,
-// requirements codeagent installs, and an index the door's network bounds
-// let it reach (the install is the only execution that reaches it). Nil
-// asks for nothing. Errors are of class Invalid, or Forbidden for an
-// index beyond the bounds.
+// ClientDependencies checks a client's request for language: Python
+// requirements for Python programs, npm packages for JavaScript ones,
+// each of a form codeagent installs, from an index or registry the door's
+// network bounds let it reach (the install is the only execution that
+// reaches it). Nil asks for nothing. Errors are of class Invalid, or
+// Forbidden for an index or registry beyond the bounds.
 func ClientDependencies(d *DependenciesRequest, language string, b NetworkBounds) (deps.Request, error) {
-	if d == nil || len(d.Python) == 0 {
-		if d != nil && d.IndexURL != "" {
-			return deps.Request{}, invalidf("dependencies.index_url needs dependencies.python")
-		}
+	if d == nil {
 		return deps.Request{}, nil
 	}
-	if language != "python" {
-		return deps.Request{}, invalidf("dependencies are for Python programs; this one is %s", language)
+	if d.IndexURL != "" && len(d.Python) == 0 {
+		return deps.Request{}, invalidf("dependencies.index_url needs dependencies.python")
 	}
-	r, err := deps.Request{Python: d.Python, IndexURL: d.IndexURL, AllowSource: d.AllowSourceBuilds}.Normalize()
+	if d.NPMRegistry != "" && len(d.JavaScript) == 0 {
+		return deps.Request{}, invalidf("dependencies.npm_registry needs dependencies.javascript")
+	}
+	if len(d.Python) == 0 && len(d.JavaScript) == 0 {
+		return deps.Request{}, nil
+	}
+	if len(d.Python) > 0 && language != "python" {
+		return deps.Request{}, invalidf("dependencies.python are for Python programs; this one is %s", language)
+	}
+	if len(d.JavaScript) > 0 && language != "javascript" {
+		return deps.Request{}, invalidf("dependencies.javascript are for JavaScript programs; this one is %s", language)
+	}
+	r, err := deps.Request{Python: d.Python, IndexURL: d.IndexURL, AllowSource: d.AllowSourceBuilds,
+		JavaScript: d.JavaScript, NPMRegistry: d.NPMRegistry}.Normalize()
 	if err != nil {
 		return r, invalidf("dependencies: %v", err)
 	}
@@ -106,17 +119,27 @@ func EnsureDependencies(ctx context.Context, envs *deps.Store, req deps.Request,
 
 // AuditDependencies writes lease's record: what cannot be recorded does
 // not run (a *session.AuditError).
-func AuditDependencies(rec *session.Recorder, lease *deps.Lease) error {
+func AuditDependencies(rc *session.Recorder, lease *deps.Lease) error {
 	pkgs := make([]map[string]string, len(lease.Packages))
 	for i, p := range lease.Packages {
-		pkgs[i] = map[string]string{"name": p.Name, "version": p.Version, "sha256": p.SHA256}
+		pkgs[i] = map[string]string{"name": p.Name, "version": p.Version}
+		if p.Lang == "javascript" {
+			pkgs[i]["lang"], pkgs[i]["integrity"] = p.Lang, p.Integrity
+		} else {
+			pkgs[i]["sha256"] = p.SHA256
+		}
 	}
-	source := lease.Request.IndexURL
-	if lease.Request.FindLinks != "" {
-		source = "find-links " + lease.Request.FindLinks
+	rec := map[string]any{"env": lease.Key, "installed": lease.Installed, "packages": pkgs}
+	if r := lease.Request; len(r.Python) > 0 {
+		rec["requirements"], rec["index"] = r.Python, r.IndexURL
+		if r.FindLinks != "" {
+			rec["index"] = "find-links " + r.FindLinks
+		}
 	}
-	if err := rec.Audit("dependencies", map[string]any{"env": lease.Key, "installed": lease.Installed,
-		"requirements": lease.Request.Python, "index": source, "packages": pkgs}); err != nil {
+	if r := lease.Request; len(r.JavaScript) > 0 {
+		rec["javascript"], rec["npm_registry"] = r.JavaScript, r.NPMRegistry
+	}
+	if err := rc.Audit("dependencies", rec); err != nil {
 		return &session.AuditError{Err: err}
 	}
 	return nil

@@ -12,10 +12,10 @@ import (
 	"github.com/codeagent/codeagent/session"
 )
 
-// Installer gives a run's Python programs their dependencies: what the
-// door declared up front (base, installed by Start) and what a program
-// declares on its first line (agent.Installer), the latter only for
-// projects the allow list names (the manifest's permissions.install; "*"
+// Installer gives a run's Python and JavaScript programs their
+// dependencies: what the door declared up front (base, installed by
+// Start) and what a Python program declares on its first line
+// (agent.Installer), the latter only for projects the allow list names (the manifest's permissions.install; "*"
 // any). Each environment it takes is audited. Close releases it.
 type Installer struct {
 	envs  *deps.Store
@@ -153,7 +153,7 @@ func (in *Installer) Install(ctx context.Context, reqs []string) ([]string, erro
 }
 
 // Sandbox is sb with the installer's current environment given to every
-// Python program.
+// Python and JavaScript program.
 func (in *Installer) Sandbox(sb sandbox.Sandbox) sandbox.Sandbox { return installing{sb, in} }
 
 // Close releases the environment.
@@ -165,7 +165,7 @@ type installing struct {
 }
 
 func (w installing) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if l := w.in.Lease(); l != nil && len(spec.Command) > 0 && spec.Command[0] == "python3" {
+	if l := w.in.Lease(); l != nil && len(spec.Command) > 0 && (spec.Command[0] == "python3" || spec.Command[0] == "node") {
 		l.Apply(&spec)
 	}
 	return w.Sandbox.Run(ctx, spec)

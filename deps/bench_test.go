@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/deps"
+	"github.com/codeagent/codeagent/internal/npmreg"
 	"github.com/codeagent/codeagent/internal/pyindex"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
@@ -134,4 +135,75 @@ func BenchmarkFirstInstall(b *testing.B) {
 	b.ReportMetric(float64(pip.Milliseconds())/n, "ms-pip")
 	b.ReportMetric(float64(store)/float64(pip), "store/pip")
 
+}
+
+// BenchmarkNPMEnv measures a first npm install of two packages from a
+// loopback registry (a fresh store each time), a cache hit, and a small
+// node program with the cached environment and without (ABBA), on the
+// namespace backend. Reported: medians.
+func BenchmarkNPMEnv(b *testing.B) {
+	sb, err := backends.Open("namespace", backends.Options{Warm: 2})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer sb.Close()
+	reg := npmreg.New(b,
+		npmreg.Package{Name: "kiwi", Version: "1.0.0", Dependencies: map[string]string{"moa": "^2.0.0"}, Files: map[string]string{"index.js": "exports.x = 1\n"}},
+		npmreg.Package{Name: "moa", Version: "2.0.1", Files: map[string]string{"index.js": "exports.two = 2\n"}})
+	req := deps.Request{JavaScript: []string{"kiwi@1.0.0"}, NPMRegistry: reg.URL()}
+	var installs, hits, with, without []time.Duration
+	var st *deps.Store
+	for range 5 {
+		st = &deps.Store{Dir: filepath.Join(b.TempDir(), "envs"), Sandbox: sb, Platform: "bench"}
+		t0 := time.Now()
+		lease, err := st.Ensure(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		installs = append(installs, time.Since(t0))
+		lease.Release()
+	}
+	for range 20 {
+		t0 := time.Now()
+		lease, err := st.Ensure(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hits = append(hits, time.Since(t0))
+		lease.Release()
+	}
+	lease, err := st.Ensure(context.Background(), req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lease.Release()
+	ws := b.TempDir()
+	run := func(withEnv bool) time.Duration {
+		spec := sandbox.Spec{Command: []string{"node", "-e", "console.log(1)"}, Workspace: ws}
+		if withEnv {
+			lease.Apply(&spec)
+		}
+		t0 := time.Now()
+		res, err := sb.Run(context.Background(), spec)
+		if err != nil || res.Status != sandbox.StatusOK {
+			b.Fatalf("%v %v %s", err, res.Status, res.Stderr)
+		}
+		return time.Since(t0)
+	}
+	run(true)
+	run(false)
+	for i := range 20 {
+		first := i%2 == 0
+		a := run(first)
+		c := run(!first)
+		if first {
+			with, without = append(with, a), append(without, c)
+		} else {
+			with, without = append(with, c), append(without, a)
+		}
+	}
+	b.ReportMetric(float64(median(installs).Milliseconds()), "install-ms")
+	b.ReportMetric(float64(median(hits).Microseconds()), "hit-µs")
+	b.ReportMetric(float64(median(with).Microseconds()), "with-env-µs")
+	b.ReportMetric(float64(median(without).Microseconds()), "without-µs")
 }

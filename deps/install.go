@@ -30,12 +30,12 @@ func InstallLimits() sandbox.Limits {
 		Disk: 2 << 30, FileSize: 1 << 30, Processes: 64, Output: 1 << 20}
 }
 
-// InstallError is an install that did not succeed: pip's error lines,
-// which name the package (not found, no wheel, a conflict), or the reason
-// the install could not run.
+// InstallError is an install that did not succeed: pip's or npm's error
+// lines, which name the package (not found, no wheel, a conflict), or the
+// reason the install could not run.
 type InstallError struct {
 	Message string
-	Output  string // the tail of pip's output
+	Output  string // the tail of pip's or npm's output
 }
 
 func (e *InstallError) Error() string { return "install dependencies: " + e.Message }
@@ -77,25 +77,51 @@ func installSpec(r Request, dir string, lim sandbox.Limits) (sandbox.Spec, error
 }
 
 // install runs the install of r into the empty directory dir with sb and
-// returns what it installed.
+// returns what it installed: pip's packages, then npm's, each install in
+// a sandbox of its own that reaches only its own index.
 func install(ctx context.Context, sb sandbox.Sandbox, r Request, dir string, lim sandbox.Limits) ([]Package, error) {
-	spec, err := installSpec(r, dir, lim)
-	if err != nil {
-		return nil, err
+	var pkgs []Package
+	if len(r.Python) > 0 {
+		spec, err := installSpec(r, dir, lim)
+		if err != nil {
+			return nil, err
+		}
+		res, err := sb.Run(ctx, spec)
+		if err != nil && spec.Network != nil && errors.Is(err, sandbox.ErrInvalidSpec) {
+			// A backend without network (kubernetes): a wheelhouse still works.
+			return nil, fmt.Errorf("install dependencies from %s: %w; install from a directory of wheels instead (--find-links, find_links)", r.IndexURL, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("install dependencies: %w", err)
+		}
+		if res.Status != sandbox.StatusOK {
+			out := string(res.Stderr)
+			return nil, &InstallError{Message: pipError(out, res), Output: tail(out+string(res.Stdout), 4000)}
+		}
+		if pkgs, err = readReport(dir); err != nil {
+			return nil, err
+		}
 	}
-	res, err := sb.Run(ctx, spec)
-	if err != nil && spec.Network != nil && errors.Is(err, sandbox.ErrInvalidSpec) {
-		// A backend without network (kubernetes): a wheelhouse still works.
-		return nil, fmt.Errorf("install dependencies from %s: %w; install from a directory of wheels instead (--find-links, find_links)", r.IndexURL, err)
+	if len(r.JavaScript) > 0 {
+		spec, err := npmSpec(r, dir, lim)
+		if err != nil {
+			return nil, err
+		}
+		res, err := sb.Run(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("install dependencies: %w", err)
+		}
+		if res.Status != sandbox.StatusOK {
+			out := string(res.Stderr)
+			return nil, &InstallError{Message: npmError(out, res), Output: tail(out+string(res.Stdout), 4000)}
+		}
+		js, err := readNPMLock(dir)
+		if err != nil {
+			return nil, err
+		}
+		pkgs = append(pkgs, js...)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("install dependencies: %w", err)
-	}
-	if res.Status != sandbox.StatusOK {
-		out := string(res.Stderr)
-		return nil, &InstallError{Message: pipError(out, res), Output: tail(out+string(res.Stdout), 4000)}
-	}
-	return readReport(dir)
+	return pkgs, nil
 }
 
 // pipError is the message of a failed install: pip's ERROR lines, or the
@@ -128,7 +154,8 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-// Package is one installed distribution, as pip's report has it.
+// Package is one installed distribution, as pip's report or npm's lock
+// file has it.
 type Package struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
@@ -136,6 +163,10 @@ type Package struct {
 	// gave it.
 	SHA256 string `json:"sha256,omitempty"`
 	URL    string `json:"url,omitempty"`
+	// Integrity is an npm package's Subresource Integrity ("sha512-...").
+	Integrity string `json:"integrity,omitempty"`
+	// Lang is "javascript" for an npm package, "" for Python's.
+	Lang string `json:"lang,omitempty"`
 }
 
 // readReport reads pip's installation report (pip install --report) in

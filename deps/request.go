@@ -1,9 +1,10 @@
-// Package deps installs the Python packages programs need: once per set of
-// requirements, in a sandbox of its own whose only network is the index
-// named, into a content-addressed environment under the data directory
-// that executions then bind read-only (sandbox.Spec.Binds) and find on
-// PYTHONPATH, offline. The image's own packages (pandas, numpy) stay
-// importable below it.
+// Package deps installs the Python and JavaScript packages programs need:
+// once per set of requirements, in a sandbox of its own whose only network
+// is the index (or npm registry) named, into a content-addressed
+// environment under the data directory that executions then bind
+// read-only (sandbox.Spec.Binds) and find on PYTHONPATH or NODE_PATH,
+// offline. The image's own packages (pandas, numpy) stay importable below
+// it.
 //
 // A Request names the requirements and where they come from; Store.Ensure
 // returns its environment, installing it first when no earlier request
@@ -45,7 +46,8 @@ const (
 // http(s) URL); the caller's usage error.
 var ErrInvalid = errors.New("invalid dependencies")
 
-// Request is a set of Python requirements and where they come from.
+// Request is a set of Python requirements and JavaScript packages, and
+// where they come from; one environment holds both.
 type Request struct {
 	// Python are requirement specifiers, one each, as in a requirements
 	// file: a project name, extras, version specifiers ("pandas>=2",
@@ -57,12 +59,19 @@ type Request struct {
 	// alone, with no index and no network.
 	FindLinks string `json:"find_links,omitempty"`
 	// AllowSource lets a source distribution build (its setup script
-	// runs inside the install's sandbox); wheels only otherwise.
+	// runs inside the install's sandbox), and npm packages' install
+	// scripts run likewise; wheels only, and no scripts, otherwise.
 	AllowSource bool `json:"allow_source,omitempty"`
+	// JavaScript are npm specs: a name, optionally @ a version, range or
+	// tag ("left-pad", "lodash@4.17.21", "@scope/pkg@^1"). URLs, git,
+	// files, paths and aliases are refused.
+	JavaScript []string `json:"javascript,omitempty"`
+	// NPMRegistry is the npm registry's URL; "" is DefaultNPMRegistry.
+	NPMRegistry string `json:"npm_registry,omitempty"`
 }
 
 // Empty reports whether r asks for nothing.
-func (r Request) Empty() bool { return len(r.Python) == 0 }
+func (r Request) Empty() bool { return len(r.Python) == 0 && len(r.JavaScript) == 0 }
 
 // requirementRe is what a requirement may be: a PEP 508 name, extras, and
 // version specifiers, with no URL, path, marker or option.
@@ -140,14 +149,32 @@ func ParseRequirements(r io.Reader) ([]string, error) {
 	return out, sc.Err()
 }
 
-// Normalize checks r and returns it canonical: requirements normalised,
-// sorted and without duplicates, the index URL made explicit (none with
-// FindLinks, which becomes absolute).
+// Normalize checks r and returns it canonical: requirements and npm
+// specs normalised, sorted and without duplicates, the index URL made
+// explicit when there are Python requirements (none with FindLinks,
+// which becomes absolute), the registry when there are npm packages.
 func (r Request) Normalize() (Request, error) {
-	if len(r.Python) > MaxRequirements {
-		return r, fmt.Errorf("%w: %d requirements: at most %d", ErrInvalid, len(r.Python), MaxRequirements)
+	if len(r.Python) > MaxRequirements || len(r.JavaScript) > MaxRequirements {
+		return r, fmt.Errorf("%w: %d requirements and %d npm packages: at most %d each", ErrInvalid, len(r.Python), len(r.JavaScript), MaxRequirements)
 	}
 	out := Request{AllowSource: r.AllowSource}
+	if len(r.JavaScript) > 0 {
+		js, err := normalizeNPM(r.JavaScript)
+		if err != nil {
+			return r, err
+		}
+		out.JavaScript, out.NPMRegistry = js, r.NPMRegistry
+		if out.NPMRegistry == "" {
+			out.NPMRegistry = DefaultNPMRegistry
+		}
+		if _, _, err := urlHost(out.NPMRegistry, "npm registry"); err != nil {
+			return r, err
+		}
+		if len(r.Python) == 0 {
+			// The index concerns Python alone.
+			return out, nil
+		}
+	}
 	for _, req := range r.Python {
 		n, err := normalizeRequirement(req)
 		if err != nil {
@@ -180,18 +207,18 @@ func (r Request) Normalize() (Request, error) {
 	if out.IndexURL == "" {
 		out.IndexURL = DefaultIndexURL
 	}
-	if _, _, err := indexHost(out.IndexURL); err != nil {
+	if _, _, err := urlHost(out.IndexURL, "index URL"); err != nil {
 		return r, err
 	}
 	return out, nil
 }
 
-// indexHost returns the host and port of an index URL, which must be
-// http or https without user information.
-func indexHost(raw string) (host, port string, err error) {
+// urlHost returns the host and port of an index's or registry's URL
+// (what names it), which must be http or https without user information.
+func urlHost(raw, what string) (host, port string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", "", fmt.Errorf("%w: index URL %q: an http or https URL of a simple index, without credentials, query or fragment", ErrInvalid, raw)
+		return "", "", fmt.Errorf("%w: %s %q: an http or https URL, without credentials, query or fragment", ErrInvalid, what, raw)
 	}
 	host, port = u.Hostname(), u.Port()
 	if port == "" {
@@ -201,13 +228,35 @@ func indexHost(raw string) (host, port string, err error) {
 }
 
 // AllowRules are the egress rules of an install from r's index (none from
-// a wheelhouse): what a door with a ceiling checks against it. r must be
-// normalised.
+// a wheelhouse) and npm registry: what a door with a ceiling checks
+// against it. r must be normalised.
 func (r Request) AllowRules() ([]string, error) {
-	if r.FindLinks != "" {
-		return nil, nil
+	var rules []string
+	if len(r.Python) > 0 && r.FindLinks == "" {
+		ix, err := allowRules(r.IndexURL)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, ix...)
 	}
-	return allowRules(r.IndexURL)
+	if len(r.JavaScript) > 0 {
+		reg, err := registryRules(r.NPMRegistry)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, reg...)
+	}
+	return rules, nil
+}
+
+// registryRules are the egress rules of an install from the npm registry
+// at raw: its host and port (npm's registry serves its tarballs too).
+func registryRules(raw string) ([]string, error) {
+	host, port, err := urlHost(raw, "npm registry")
+	if err != nil {
+		return nil, err
+	}
+	return []string{net.JoinHostPort(host, port)}, nil
 }
 
 // allowRules are the egress rules of an install from the index at raw: its
@@ -216,7 +265,7 @@ func (r Request) AllowRules() ([]string, error) {
 // proxy lets a program reach an address by number (a loopback index
 // included).
 func allowRules(raw string) ([]string, error) {
-	host, port, err := indexHost(raw)
+	host, port, err := urlHost(raw, "index URL")
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,8 @@ const DefaultMaxBytes = 5 << 30
 //
 //	KEY/env.json   what was asked and installed (Env), written by codeagent
 //	KEY/ws/        the install's workspace, which its sandbox wrote
-//	KEY/ws/site/   the packages, bound read-only into executions
+//	KEY/ws/site/   the Python packages, bound read-only into executions
+//	KEY/ws/js/     the npm packages (node_modules), likewise
 //	KEY.lock       taken exclusively to install or remove KEY, shared by
 //	               each execution that uses it (flock)
 //	.staging-*     installs under way, or left by a crash (swept)
@@ -73,23 +74,39 @@ type Env struct {
 	Dir string `json:"-"`
 }
 
-// Bind is the bind that shows e to a program, at PythonPath.
-func (e Env) Bind() sandbox.Bind {
-	return sandbox.Bind{Source: filepath.Join(e.Dir, "ws", "site"), Path: PythonPath}
+// Binds are the binds that show e to a program: the Python packages at
+// PythonPath, the npm packages at JavaScriptPath.
+func (e Env) Binds() []sandbox.Bind {
+	var out []sandbox.Bind
+	if len(e.Request.Python) > 0 {
+		out = append(out, sandbox.Bind{Source: filepath.Join(e.Dir, "ws", "site"), Path: PythonPath})
+	}
+	if len(e.Request.JavaScript) > 0 {
+		out = append(out, sandbox.Bind{Source: filepath.Join(e.Dir, "ws", "js"), Path: JavaScriptPath})
+	}
+	return out
 }
 
-// Apply makes spec's program see e: bound read-only and first on
-// PYTHONPATH.
+// Apply makes spec's program see e: bound read-only, first on PYTHONPATH
+// and NODE_PATH.
 func (e Env) Apply(spec *sandbox.Spec) {
-	spec.Binds = append(spec.Binds, e.Bind())
-	env := make(map[string]string, len(spec.Env)+1)
+	spec.Binds = append(spec.Binds, e.Binds()...)
+	env := make(map[string]string, len(spec.Env)+2)
 	for k, v := range spec.Env {
 		env[k] = v
 	}
-	if p := env["PYTHONPATH"]; p != "" {
-		env["PYTHONPATH"] = PythonPath + ":" + p
-	} else {
-		env["PYTHONPATH"] = PythonPath
+	prepend := func(k, dir string) {
+		if p := env[k]; p != "" {
+			env[k] = dir + ":" + p
+		} else {
+			env[k] = dir
+		}
+	}
+	if len(e.Request.Python) > 0 {
+		prepend("PYTHONPATH", PythonPath)
+	}
+	if len(e.Request.JavaScript) > 0 {
+		prepend("NODE_PATH", NodePath)
 	}
 	spec.Env = env
 }
@@ -262,13 +279,18 @@ func (s *Store) install(ctx context.Context, r Request, key string) (Env, error)
 	if err != nil {
 		return Env{}, err
 	}
-	if fi, err := os.Lstat(filepath.Join(ws, "site")); err != nil || !fi.IsDir() {
-		// Nothing installed, or something in the way: an empty one.
-		if err := os.RemoveAll(filepath.Join(ws, "site")); err != nil {
-			return Env{}, fmt.Errorf("environments: %w", err)
+	for _, d := range []string{"site", "js"} {
+		if d == "js" && len(r.JavaScript) == 0 {
+			continue
 		}
-		if err := os.Mkdir(filepath.Join(ws, "site"), 0o755); err != nil {
-			return Env{}, fmt.Errorf("environments: %w", err)
+		if fi, err := os.Lstat(filepath.Join(ws, d)); err != nil || !fi.IsDir() {
+			// Nothing installed, or something in the way: an empty one.
+			if err := os.RemoveAll(filepath.Join(ws, d)); err != nil {
+				return Env{}, fmt.Errorf("environments: %w", err)
+			}
+			if err := os.Mkdir(filepath.Join(ws, d), 0o755); err != nil {
+				return Env{}, fmt.Errorf("environments: %w", err)
+			}
 		}
 	}
 	_ = os.Remove(filepath.Join(ws, "report.json"))

@@ -86,13 +86,15 @@ func (l *InstallList) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Dependencies are the Python packages every program of the agent gets,
-// installed once (docs/DEPENDENCIES.md).
+// Dependencies are the Python and npm packages every program of the
+// agent gets (of its language), installed once (docs/DEPENDENCIES.md).
 type Dependencies struct {
 	Python   []string `yaml:"python"`
 	IndexURL string   `yaml:"index_url"`
 	// FindLinks is a directory of wheels, relative to the manifest.
-	FindLinks string `yaml:"find_links"`
+	FindLinks   string   `yaml:"find_links"`
+	JavaScript  []string `yaml:"javascript"`
+	NPMRegistry string   `yaml:"npm_registry"`
 }
 
 // Limits bound an agent's runs.

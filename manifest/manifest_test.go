@@ -142,3 +142,28 @@ func TestNetworkPermission(t *testing.T) {
 		}
 	}
 }
+
+// agent.dependencies.javascript and npm_registry are checked as package
+// deps reads them, each error at its place.
+func TestJavaScriptDependencies(t *testing.T) {
+	dir := t.TempDir()
+	write := func(yaml string) string {
+		p := filepath.Join(dir, "codeagent.yaml")
+		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	m, err := Load(write("agent:\n  tools: [{name: execute_javascript}]\n  dependencies:\n    javascript: [kiwi@1.0.0, '@birds/emu']\n    npm_registry: http://127.0.0.1:9/\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.DependencyRequest()
+	if strings.Join(r.JavaScript, " ") != "kiwi@1.0.0 @birds/emu" || r.NPMRegistry != "http://127.0.0.1:9/" || len(r.Python) != 0 {
+		t.Errorf("request %+v", r)
+	}
+	_, err = Load(write("agent:\n  tools: [{name: execute_javascript}]\n  dependencies:\n    javascript: [kiwi, 'moa@git+https://evil.test/m.git']\n    npm_registry: ftp://x/\n"))
+	if err == nil || !strings.Contains(err.Error(), "agent.dependencies.javascript[1]") || !strings.Contains(err.Error(), "agent.dependencies.npm_registry") {
+		t.Errorf("refusal: %v", err)
+	}
+}

@@ -192,6 +192,16 @@ func (m *Manifest) validateDependencies() []error {
 			errs = append(errs, m.errAt(fmt.Sprintf("agent.dependencies.python[%d]", i), "%v", err))
 		}
 	}
+	for i, spec := range d.JavaScript {
+		if _, err := deps.NPMName(spec); err != nil {
+			errs = append(errs, m.errAt(fmt.Sprintf("agent.dependencies.javascript[%d]", i), "%v", err))
+		}
+	}
+	if d.NPMRegistry != "" {
+		if _, err := (deps.Request{JavaScript: []string{"x"}, NPMRegistry: d.NPMRegistry}).Normalize(); err != nil {
+			errs = append(errs, m.errAt("agent.dependencies.npm_registry", "%v", err))
+		}
+	}
 	if d.IndexURL != "" && d.FindLinks != "" {
 		errs = append(errs, m.errAt("agent.dependencies", "give index_url or find_links, not both"))
 	}
@@ -215,7 +225,8 @@ func (m *Manifest) validateDependencies() []error {
 // absolute beside the manifest); empty when it asks for nothing.
 func (m *Manifest) DependencyRequest() deps.Request {
 	d := m.Agent.Dependencies
-	r := deps.Request{Python: append([]string(nil), d.Python...), IndexURL: d.IndexURL}
+	r := deps.Request{Python: append([]string(nil), d.Python...), IndexURL: d.IndexURL,
+		JavaScript: append([]string(nil), d.JavaScript...), NPMRegistry: d.NPMRegistry}
 	if d.FindLinks != "" {
 		r.FindLinks = d.FindLinks
 		if !filepath.IsAbs(r.FindLinks) {

@@ -224,7 +224,7 @@ func describe(e app.Event) string {
 // taskInstaller readies run_task's dependencies (program mode only), or
 // returns nil when it asks for none.
 func (s *Server) taskInstaller(in RunTaskInput, language string) (*app.Installer, error) {
-	if in.Dependencies == nil || len(in.Dependencies.Python) == 0 {
+	if in.Dependencies == nil || (len(in.Dependencies.Python) == 0 && len(in.Dependencies.JavaScript) == 0) {
 		return nil, nil
 	}
 	if in.Mode == app.ModeTools {

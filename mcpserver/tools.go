@@ -37,8 +37,9 @@ type ExecuteInput struct {
 	// AllowHosts are the hosts the program may reach (HOST[:PORT]), within
 	// the server's egress ceiling; none: no network.
 	AllowHosts []string `json:"allow_hosts,omitempty" jsonschema:"hosts the program may reach through codeagent's HTTP proxy (HOST[:PORT], *.example.com), within the server's egress ceiling; none means no network"`
-	// Dependencies are Python packages installed first (once, cached).
-	Dependencies *app.DependenciesRequest `json:"dependencies,omitempty" jsonschema:"python only, not with keep_state: packages to install first, once, in a sandbox of their own ({python: [\"seaborn==0.13.2\"], index_url: a PEP 503 index within the server's egress ceiling}); the program then runs offline with them"`
+	// Dependencies are Python or npm packages installed first (once,
+	// cached).
+	Dependencies *app.DependenciesRequest `json:"dependencies,omitempty" jsonschema:"not with keep_state: packages to install first, once, in a sandbox of their own: for python {python: [\"seaborn==0.13.2\"], index_url: a PEP 503 index}, for javascript {javascript: [\"lodash@4.17.21\"], npm_registry: an npm registry}, the index or registry within the server's egress ceiling; the program then runs offline with them"`
 }
 
 // ExecuteOutput is the `codeagent exec --json` object plus the files the
@@ -81,8 +82,9 @@ type RunTaskInput struct {
 	AllowHosts    []string          `json:"allow_hosts,omitempty" jsonschema:"hosts the programs may reach through codeagent's HTTP proxy (HOST[:PORT]), within the server's egress ceiling; none means no network"`
 	Mode          string            `json:"mode,omitempty" jsonschema:"program (default: the model writes whole programs), tools (it calls execute_python in the session's kernel and the workspace's files; the successful cells are replayed as the program) or auto (tools when the model's endpoint takes them)"`
 	MaxSteps      int               `json:"max_steps,omitempty" jsonschema:"tool calls in tool mode (1-200, default 20)"`
-	// Dependencies are Python packages installed before the first program.
-	Dependencies *app.DependenciesRequest `json:"dependencies,omitempty" jsonschema:"python, program mode only: packages to install first, once, in a sandbox of their own ({python: [\"seaborn==0.13.2\"], index_url: a PEP 503 index within the server's egress ceiling}); every program of the run gets them"`
+	// Dependencies are Python or npm packages installed before the first
+	// program.
+	Dependencies *app.DependenciesRequest `json:"dependencies,omitempty" jsonschema:"program mode only: packages to install first, once, in a sandbox of their own ({python: [\"seaborn==0.13.2\"], index_url: a PEP 503 index} for python, {javascript: [\"lodash@4.17.21\"], npm_registry: an npm registry} for javascript, within the server's egress ceiling); every program of the run gets them"`
 }
 
 // RunTaskOutput is run_task's result.

@@ -23,7 +23,8 @@ type execRequest struct {
 	Env      map[string]string          `json:"env"`
 	Limits   map[string]json.RawMessage `json:"limits"`
 	Network  *networkRequest            `json:"network"`
-	// Dependencies are Python packages to install first (docs/DEPENDENCIES.md).
+	// Dependencies are Python or npm packages to install first
+	// (docs/DEPENDENCIES.md).
 	Dependencies *app.DependenciesRequest `json:"dependencies"`
 }
 

@@ -250,8 +250,8 @@ type runRequest struct {
 	Network       *networkRequest `json:"network"`
 	Mode          string          `json:"mode"`      // program (default), tools or auto
 	MaxSteps      int             `json:"max_steps"` // tool calls in tool mode
-	// Dependencies are Python packages installed before the first program
-	// (docs/DEPENDENCIES.md); program mode only.
+	// Dependencies are Python or npm packages installed before the first
+	// program (docs/DEPENDENCIES.md); program mode only.
 	Dependencies *app.DependenciesRequest `json:"dependencies"`
 
 	net  *sandbox.Network // Network, checked against the server's ceiling

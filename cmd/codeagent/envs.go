@@ -97,6 +97,9 @@ func listEnvs(s stdio, st *deps.Store, asJSON bool) int {
 		pkgs := make([]string, len(e.Packages))
 		for i, p := range e.Packages {
 			pkgs[i] = p.Name + "==" + p.Version
+			if p.Lang == "javascript" {
+				pkgs[i] = p.Name + "@" + p.Version
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, sandbox.FormatSize(e.Size), e.Used.Local().Format("2006-01-02 15:04"),
 			termtext.Name(shorten(strings.Join(pkgs, " "), 100)))

@@ -122,12 +122,12 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	depReq, err := o.Deps.request(false)
+	depReq, err := o.Deps.request(false, deps.Request{})
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	if !depReq.Empty() && language.Name != "python" {
-		return sandbox.Result{}, usagef("--requirements and --require are for Python programs; this one is %s", language.Name)
+	if err := checkLanguage(depReq, language.Name); err != nil {
+		return sandbox.Result{}, err
 	}
 	// The workspace first: a refused --workdir is said before the sandbox
 	// starts.
