@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // pythonKeyA is the key of Request{Python: ["a"]} on platform "p", as it
@@ -73,5 +75,14 @@ func TestParsePackageJSON(t *testing.T) {
 		if _, err := ParsePackageJSON(strings.NewReader(bad)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// TestNPMErrorOfAnImageWithoutNPM: an image without npm (the wrapper's
+// exit status and line) is said so, not reported as npm's failure.
+func TestNPMErrorOfAnImageWithoutNPM(t *testing.T) {
+	got := npmError("npm is not in the sandbox image\n", sandbox.Result{ExitCode: npmMissing, Status: sandbox.StatusError})
+	if !strings.Contains(got, "npm is not in the sandbox image of this backend") {
+		t.Errorf("got %q", got)
 	}
 }

@@ -173,22 +173,30 @@ func TestNPMFailedInstallLeavesNothing(t *testing.T) {
 	}
 }
 
-// The Docker backend's image has node but no npm: the install says so,
-// and leaves nothing.
-func TestNPMMissingFromTheImage(t *testing.T) {
+// TestNPMOnDocker: the Docker image has npm; an install there runs in a
+// container of its own that reaches only the registry, and a program in
+// another container requires the packages, which it cannot change.
+func TestNPMOnDocker(t *testing.T) {
 	dsb, err := backends.Open("docker", backends.Options{})
 	if err != nil {
 		t.Skipf("no docker here: %v", err)
 	}
 	defer dsb.Close()
 	reg := flock(t)
-	s := &deps.Store{Dir: filepath.Join(t.TempDir(), "envs"), Sandbox: dsb, Platform: "docker-test", Limits: sandbox.Limits{WallTime: 2 * time.Minute}}
-	_, err = s.Ensure(context.Background(), deps.Request{JavaScript: []string{"moa"}, NPMRegistry: reg.URL()})
-	var ie *deps.InstallError
-	if !errors.As(err, &ie) || !strings.Contains(ie.Message, "npm is not in the sandbox image") {
-		t.Fatalf("got %v, want an install error saying the image has no npm", err)
+	s := &deps.Store{Dir: filepath.Join(t.TempDir(), "envs"), Sandbox: dsb, Platform: "docker-test", Limits: sandbox.Limits{WallTime: 3 * time.Minute}}
+	lease, err := s.Ensure(context.Background(), deps.Request{JavaScript: []string{"kiwi@1.0.0"}, NPMRegistry: reg.URL()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if envs, _ := s.List(); len(envs) != 0 {
-		t.Errorf("left %v", envs)
+	defer lease.Release()
+	if len(lease.Packages) != 2 {
+		t.Fatalf("packages %+v", lease.Packages)
+	}
+	spec := sandbox.Spec{Command: []string{"node", "-e", "const fs = require('fs'); let w = 'no write'; try { fs.appendFileSync(require.resolve('kiwi'), 'x'); w = 'wrote' } catch (e) {}; console.log(require('kiwi').x, w)"},
+		Workspace: t.TempDir(), Limits: sandbox.Limits{WallTime: time.Minute}}
+	lease.Apply(&spec)
+	res, err := dsb.Run(context.Background(), spec)
+	if err != nil || res.Status != sandbox.StatusOK || strings.TrimSpace(string(res.Stdout)) != "42 no write" {
+		t.Fatalf("a program with the environment: %v %s %q %q", err, res.Status, res.Stdout, res.Stderr)
 	}
 }

@@ -16,7 +16,7 @@ cd "$(dirname "$self")"
 image=${CODEAGENT_IMAGE:-codeagent-sandbox:latest}
 cache=${CODEAGENT_IMAGE_CACHE:-/var/cache/codeagent}
 timeout_secs=${BUILD_TIMEOUT:-1800}
-packages="python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests curl nodejs"
+packages="python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests curl nodejs npm"
 hash=$(sha256sum build-offline.sh | cut -c1-16)
 
 if [ "${1:-}" != "--force" ] && [ "${_CODEAGENT_INNER:-}" = "" ]; then
