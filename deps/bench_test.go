@@ -44,34 +44,8 @@ func BenchmarkCachedEnvExec(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer lease.Release()
-	ws := b.TempDir()
-	run := func(withEnv bool) time.Duration {
-		spec := sandbox.Spec{Command: []string{"python3", "-c", "print(1)"}, Workspace: ws}
-		if withEnv {
-			lease.Apply(&spec)
-		}
-		t0 := time.Now()
-		res, err := sb.Run(context.Background(), spec)
-		if err != nil || res.Status != sandbox.StatusOK {
-			b.Fatalf("%v %v %s", err, res.Status, res.Stderr)
-		}
-		return time.Since(t0)
-	}
-	run(true)
-	run(false)
-	var with, without []time.Duration
 	b.ResetTimer()
-	for i := range b.N {
-		first := i%2 == 0
-		for _, w := range []bool{first, !first} {
-			d := run(w)
-			if w {
-				with = append(with, d)
-			} else {
-				without = append(without, d)
-			}
-		}
-	}
+	with, without := withAndWithout(b, sb, lease, []string{"python3", "-c", "print(1)"}, b.N)
 	b.ReportMetric(float64(median(with).Microseconds())/1000, "ms-with-env")
 	b.ReportMetric(float64(median(without).Microseconds())/1000, "ms-without")
 	b.ReportMetric(float64((median(with)-median(without)).Microseconds())/1000, "ms-added")
@@ -151,7 +125,7 @@ func BenchmarkNPMEnv(b *testing.B) {
 		npmreg.Package{Name: "kiwi", Version: "1.0.0", Dependencies: map[string]string{"moa": "^2.0.0"}, Files: map[string]string{"index.js": "exports.x = 1\n"}},
 		npmreg.Package{Name: "moa", Version: "2.0.1", Files: map[string]string{"index.js": "exports.two = 2\n"}})
 	req := deps.Request{JavaScript: []string{"kiwi@1.0.0"}, NPMRegistry: reg.URL()}
-	var installs, hits, with, without []time.Duration
+	var installs, hits []time.Duration
 	var st *deps.Store
 	for range 5 {
 		st = &deps.Store{Dir: filepath.Join(b.TempDir(), "envs"), Sandbox: sb, Platform: "bench"}
@@ -177,9 +151,20 @@ func BenchmarkNPMEnv(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer lease.Release()
+	with, without := withAndWithout(b, sb, lease, []string{"node", "-e", "console.log(1)"}, 20)
+	b.ReportMetric(float64(median(installs).Milliseconds()), "install-ms")
+	b.ReportMetric(float64(median(hits).Microseconds()), "hit-µs")
+	b.ReportMetric(float64(median(with).Microseconds()), "with-env-µs")
+	b.ReportMetric(float64(median(without).Microseconds()), "without-µs")
+}
+
+// withAndWithout runs cmd n times with lease's environment and n times
+// without, in turns of which goes first (ABBA), after one of each to warm
+// up, and returns their durations.
+func withAndWithout(b *testing.B, sb sandbox.Sandbox, lease *deps.Lease, cmd []string, n int) (with, without []time.Duration) {
 	ws := b.TempDir()
 	run := func(withEnv bool) time.Duration {
-		spec := sandbox.Spec{Command: []string{"node", "-e", "console.log(1)"}, Workspace: ws}
+		spec := sandbox.Spec{Command: cmd, Workspace: ws}
 		if withEnv {
 			lease.Apply(&spec)
 		}
@@ -192,18 +177,15 @@ func BenchmarkNPMEnv(b *testing.B) {
 	}
 	run(true)
 	run(false)
-	for i := range 20 {
+	for i := range n {
 		first := i%2 == 0
-		a := run(first)
-		c := run(!first)
-		if first {
-			with, without = append(with, a), append(without, c)
-		} else {
-			with, without = append(with, c), append(without, a)
+		for _, w := range []bool{first, !first} {
+			if d := run(w); w {
+				with = append(with, d)
+			} else {
+				without = append(without, d)
+			}
 		}
 	}
-	b.ReportMetric(float64(median(installs).Milliseconds()), "install-ms")
-	b.ReportMetric(float64(median(hits).Microseconds()), "hit-µs")
-	b.ReportMetric(float64(median(with).Microseconds()), "with-env-µs")
-	b.ReportMetric(float64(median(without).Microseconds()), "without-µs")
+	return with, without
 }

@@ -46,16 +46,8 @@ func TestMCPWorkDirThroughPlantedLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, ct := mcp.NewInMemoryTransports()
-	go srv.Run(ctx, st)
-	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	t.Cleanup(func() { srv.Close() })
+	ctx, sess := inMemoryFor(t, srv, 60*time.Second)
 	for tool, args := range map[string]map[string]any{
 		"execute_code": {"language": "python", "code": "open('authorized_keys', 'w').write('attacker')"},
 		"write_file":   {"name": "authorized_keys", "content": "attacker"},

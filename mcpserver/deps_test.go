@@ -40,15 +40,7 @@ func TestMCPExecuteCodeDependencies(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { srv.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		t.Cleanup(cancel)
-		ct, st := mcp.NewInMemoryTransports()
-		go func() { _ = srv.Run(ctx, st) }()
-		sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { sess.Close() })
+		_, sess := inMemoryFor(t, srv, 2*time.Minute)
 		return sess
 	}
 	call := func(sess *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, sandbox.ResultJSON) {
@@ -121,16 +113,8 @@ func TestMCPRunTaskDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ct, st := mcp.NewInMemoryTransports()
-	go func() { _ = srv.Run(ctx, st) }()
-	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	t.Cleanup(func() { srv.Close() })
+	ctx, sess := inMemoryFor(t, srv, 2*time.Minute)
 	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{
 		"task": "print the seabird value", "verify": false,
 		"dependencies": map[string]any{"python": []string{"seabird==1.0"}, "index_url": ix.URL()}}})

@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,16 +32,8 @@ func TestMCPAllowHostsWithinCeiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, st := mcp.NewInMemoryTransports()
-	go func() { _ = srv.Run(ctx, st) }()
-	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	t.Cleanup(func() { srv.Close() })
+	ctx, sess := inMemoryFor(t, srv, 60*time.Second)
 	code := "import urllib.request\nprint(urllib.request.urlopen('http://data.example.test/', timeout=10).read().decode())\n"
 	call := func(allow []string) (*mcp.CallToolResult, sandbox.ResultJSON) {
 		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code",

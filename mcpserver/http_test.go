@@ -183,9 +183,15 @@ func TestCheckCodeTakesAliases(t *testing.T) {
 // inMemory connects a client to srv over in-memory transports, for 30 s.
 func inMemory(t *testing.T, srv *mcpserver.Server) (context.Context, *mcp.ClientSession) {
 	t.Helper()
+	return inMemoryFor(t, srv, 30*time.Second)
+}
+
+// inMemoryFor is inMemory for d; the session is closed at the test's end.
+func inMemoryFor(t *testing.T, srv *mcpserver.Server, d time.Duration) (context.Context, *mcp.ClientSession) {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	go func() { _ = srv.Run(context.Background(), st) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {

@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -31,16 +30,8 @@ func TestMCPExecuteCodeJavaScriptDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ct, st := mcp.NewInMemoryTransports()
-	go func() { _ = srv.Run(ctx, st) }()
-	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	t.Cleanup(func() { srv.Close() })
+	ctx, sess := inMemoryFor(t, srv, 2*time.Minute)
 	deps := map[string]any{"javascript": []string{"kiwi@1.0.0"}, "npm_registry": reg.URL()}
 	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{
 		"language": "javascript", "code": "console.log(require('kiwi').x)", "dependencies": deps}})

@@ -19,15 +19,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/fixtureserver"
 )
 
 // Package is one version of an npm package.
@@ -97,12 +97,10 @@ func Integrity(data []byte) string {
 
 // Registry is the registry server.
 type Registry struct {
-	srv       *httptest.Server
+	*fixtureserver.Server
 	packages  map[string][]Package // name → versions
 	tarballs  map[string][]byte    // URL path → tarball
-	requests  atomic.Int64
 	downloads atomic.Int64
-	once      sync.Once
 }
 
 // New serves pkgs until Close or the end of the test.
@@ -121,8 +119,7 @@ func New(t testing.TB, pkgs ...Package) *Registry {
 		r.tarballs[file] = data
 		r.packages[p.Name] = append(r.packages[p.Name], p)
 	}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.Close)
+	r.Server = fixtureserver.New(t, r.serve)
 	return r
 }
 
@@ -132,33 +129,12 @@ func tarballPath(p Package) string {
 }
 
 // URL is the registry's URL, http://127.0.0.1:PORT/.
-func (r *Registry) URL() string { return r.srv.URL + "/" }
-
-// Host is the server's address, 127.0.0.1:PORT.
-func (r *Registry) Host() string { return r.srv.Listener.Addr().String() }
-
-// Requests counts all requests so far.
-func (r *Registry) Requests() int { return int(r.requests.Load()) }
+func (r *Registry) URL() string { return r.Base() + "/" }
 
 // Downloads counts the tarballs served so far.
 func (r *Registry) Downloads() int { return int(r.downloads.Load()) }
 
-// Close stops the server, after which its port refuses connections. It
-// may be called more than once.
-func (r *Registry) Close() {
-	r.once.Do(func() {
-		r.srv.CloseClientConnections()
-		r.srv.Close()
-	})
-}
-
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
-	r.requests.Add(1)
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	p := req.URL.Path // a scoped name's %2f is a slash here
 	if data, ok := r.tarballs[p]; ok {
 		r.downloads.Add(1)
@@ -194,7 +170,7 @@ func (r *Registry) packument(versions []Package) map[string]any {
 		data := r.tarballs[file]
 		sha := sha1.Sum(data)
 		vs[p.Version] = map[string]any{"name": p.Name, "version": p.Version, "dependencies": p.Dependencies,
-			"scripts": p.Scripts, "dist": map[string]any{"tarball": r.srv.URL + file,
+			"scripts": p.Scripts, "dist": map[string]any{"tarball": r.Base() + file,
 				"shasum": hex.EncodeToString(sha[:]), "integrity": Integrity(data)}}
 		if newer(p.Version, latest) {
 			latest = p.Version

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"html"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/codeagent/codeagent/internal/fixtureserver"
 )
 
 // Index is a PEP 503 simple repository on 127.0.0.1: /simple/ lists the
@@ -20,12 +20,10 @@ import (
 // /files/FILENAME serves them. A non-normalised project URL redirects to
 // the normalised one; an unknown project or file is 404.
 type Index struct {
-	srv      *httptest.Server
+	*fixtureserver.Server
 	projects map[string][]Dist // normalised name → dists, by file name
 	files    map[string][]byte
-	requests atomic.Int64
 	fileHits atomic.Int64
-	once     sync.Once
 }
 
 // New serves dists until Close or the end of the test. Two dists with the
@@ -50,39 +48,17 @@ func New(t testing.TB, dists ...Dist) *Index {
 	for _, ds := range ix.projects {
 		sort.Slice(ds, func(i, j int) bool { return ds[i].Filename < ds[j].Filename })
 	}
-	ix.srv = httptest.NewServer(http.HandlerFunc(ix.serve))
-	t.Cleanup(ix.Close)
+	ix.Server = fixtureserver.New(t, ix.serve)
 	return ix
 }
 
 // URL is the simple index URL, e.g. http://127.0.0.1:PORT/simple/.
-func (ix *Index) URL() string { return ix.srv.URL + "/simple/" }
-
-// Host is the server's address, 127.0.0.1:PORT.
-func (ix *Index) Host() string { return ix.srv.Listener.Addr().String() }
-
-// Requests counts all requests so far.
-func (ix *Index) Requests() int { return int(ix.requests.Load()) }
+func (ix *Index) URL() string { return ix.Base() + "/simple/" }
 
 // Files counts successful file downloads so far.
 func (ix *Index) Files() int { return int(ix.fileHits.Load()) }
 
-// Close stops the server, after which its port refuses connections. It
-// may be called more than once.
-func (ix *Index) Close() {
-	ix.once.Do(func() {
-		ix.srv.CloseClientConnections()
-		ix.srv.Close()
-	})
-}
-
 func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
-	ix.requests.Add(1)
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	p := r.URL.Path
 	switch {
 	case p == "/simple" || p == "/":
