@@ -19,3 +19,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# npm installs JavaScript dependencies (docs/DEPENDENCIES.md) with the host's
+# node: Debian's npm package where node came without one (NodeSource's
+# nodejs has its own, and conflicts with Debian's).
+if ! command -v npm >/dev/null 2>&1; then
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm
+fi
