@@ -146,20 +146,53 @@ func (s *Store) Ensure(ctx context.Context, req Request) (*Lease, error) {
 	m := s.keyMutex(key)
 	m.Lock()
 	defer m.Unlock()
-	// Most often it is there: shared, as the executions that use it.
-	lock, err := s.lockKey(ctx, key, unix.LOCK_SH)
+	env, lock, installed, err := s.acquire(ctx, r, key)
 	if err != nil {
 		return nil, err
 	}
-	env, err := s.load(key)
-	installed := false
-	if errors.Is(err, fs.ErrNotExist) {
-		// Exclusive to install: another process may have done it
-		// meanwhile, so look again.
-		lock.Close()
-		if lock, err = s.lockKey(ctx, key, unix.LOCK_EX); err != nil {
-			return nil, err
+	now := time.Now()
+	_ = os.Chtimes(env.Dir, now, now)
+	env.Used = now
+	if installed {
+		s.evict(key)
+	}
+	return &Lease{Env: env, Installed: installed, lock: lock}, nil
+}
+
+// acquire returns key's environment held shared, installing it under
+// the exclusive lock when it is missing. The exclusive lock is only ever
+// tried, never waited for: whoever holds it may be installing, only
+// looking, or (having installed) using the environment shared for as
+// long as its execution lasts, so a waiter looks again instead. Waiting
+// for it made two processes that both saw the key missing wait forever
+// for each other's lease.
+func (s *Store) acquire(ctx context.Context, r Request, key string) (Env, *os.File, bool, error) {
+	for {
+		// Most often it is there: shared, as the executions that use it.
+		lock, err := s.lockKey(ctx, key, unix.LOCK_SH)
+		if err != nil {
+			return Env{}, nil, false, err
 		}
+		env, err := s.load(key)
+		if err == nil {
+			return env, lock, false, nil
+		}
+		lock.Close()
+		if !errors.Is(err, fs.ErrNotExist) {
+			return Env{}, nil, false, err
+		}
+		lock, err = s.tryLock(key, unix.LOCK_EX)
+		if errors.Is(err, ErrInUse) {
+			if err := pause(ctx); err != nil {
+				return Env{}, nil, false, err
+			}
+			continue
+		}
+		if err != nil {
+			return Env{}, nil, false, err
+		}
+		// Another process may have installed it meanwhile.
+		installed := false
 		env, err = s.load(key)
 		if errors.Is(err, fs.ErrNotExist) {
 			if s.OnInstall != nil {
@@ -172,18 +205,25 @@ func (s *Store) Ensure(ctx context.Context, req Request) (*Lease, error) {
 			// Shared from now on: others may use it, no one remove it.
 			err = unix.Flock(int(lock.Fd()), unix.LOCK_SH)
 		}
+		if err != nil {
+			lock.Close()
+			return Env{}, nil, false, err
+		}
+		return env, lock, installed, nil
 	}
-	if err != nil {
-		lock.Close()
-		return nil, err
+}
+
+// pause waits a little before a lock is tried again (jittered, so two
+// processes polling do not stay in step), or until ctx ends.
+func pause(ctx context.Context) error {
+	var b [1]byte
+	_, _ = rand.Read(b[:])
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(30+int(b[0])%40) * time.Millisecond):
+		return nil
 	}
-	now := time.Now()
-	_ = os.Chtimes(env.Dir, now, now)
-	env.Used = now
-	if installed {
-		s.evict(key)
-	}
-	return &Lease{Env: env, Installed: installed, lock: lock}, nil
 }
 
 func (s *Store) keyMutex(key string) *sync.Mutex {
@@ -208,10 +248,8 @@ func (s *Store) lockKey(ctx context.Context, key string, mode int) (*os.File, er
 		if !errors.Is(err, ErrInUse) {
 			return f, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		if err := pause(ctx); err != nil {
+			return nil, err
 		}
 	}
 }

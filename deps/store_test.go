@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -163,6 +164,65 @@ func TestConcurrentFirstUseInstallsOnce(t *testing.T) {
 	}
 	if installed != 1 || ix.Files() != 2 {
 		t.Errorf("%d installs, %d files fetched; want 1 and 2", installed, ix.Files())
+	}
+}
+
+// Two processes that both find the environment missing must not wait
+// for each other: the one that installs keeps a shared lease for as long
+// as its execution lasts, which an exclusive lock would wait for forever.
+func TestTwoProcessesThatBothFindItMissingBothGetIt(t *testing.T) {
+	ix := birds(t)
+	s := newStore(t)
+	other := &deps.Store{Dir: s.Dir, Sandbox: s.Sandbox, Platform: s.Platform, Limits: s.Limits} // as another process
+	req := deps.Request{Python: []string{"seabird"}, IndexURL: ix.URL()}
+	r, err := req.Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := r.Key(s.Platform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A third process looking (shared) keeps both from taking the
+	// exclusive lock until both have seen the key missing.
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	looker, err := os.OpenFile(filepath.Join(s.Dir, key+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(looker.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	type got struct {
+		lease *deps.Lease
+		err   error
+	}
+	done := make(chan got, 2)
+	for _, st := range []*deps.Store{s, other} {
+		go func() {
+			l, err := st.Ensure(ctx, req)
+			done <- got{l, err} // each holds its lease, as a running execution
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	looker.Close()
+	installed := 0
+	for range 2 {
+		g := <-done
+		if g.err != nil {
+			t.Fatalf("a process did not get the environment: %v", g.err)
+		}
+		defer g.lease.Release()
+		if g.lease.Installed {
+			installed++
+		}
+	}
+	if installed != 1 {
+		t.Errorf("%d installs, want 1", installed)
 	}
 }
 
