@@ -112,6 +112,13 @@ type Config struct {
 	// limits of each (zero fields: Limits'); nil offers all three with
 	// Limits. The language's own tool must be among them.
 	Tools map[string]sandbox.Limits
+	// Approve is ApproveOff (the default), ApproveAlways or
+	// ApproveOnFinding: when a person (Deps.Approver) is asked before an
+	// execution. See gate in approve.go.
+	Approve string
+	// ReviewModel is the model Deps.Reviewer is asked with (empty: the
+	// reviewer provider's own).
+	ReviewModel string
 }
 
 // Deps are what an Agent works with. Provider, Sandbox and Checker are
@@ -126,6 +133,16 @@ type Deps struct {
 	// install (see install.go); nil: the model is told nothing can be
 	// installed.
 	Installer Installer
+	// Approver, when set, is asked before executions as Config.Approve
+	// says; required when it is on.
+	Approver Approver
+	// Reviewer, when set, is a second model asked before each execution
+	// whether the code does what the task asks and nothing else; a
+	// rejection goes back to the model (or, when approving, to the person).
+	Reviewer llm.Provider
+	// MayGrantHost, when set, refuses hosts no approval may grant (a
+	// server's egress ceiling); nil: a person may grant any host.
+	MayGrantHost func(rule string) error
 }
 
 // Agent runs tasks. It is safe for concurrent use when its dependencies
@@ -175,6 +192,12 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	}
 	if cfg.Tests && l.Name != "python" {
 		return nil, fmt.Errorf("%w: test-driven mode needs python (pytest), not %s", ErrConfig, l.Name)
+	}
+	if !ValidApprove(cfg.Approve) {
+		return nil, fmt.Errorf("%w: approve %q is not one of always, on-finding", ErrConfig, cfg.Approve)
+	}
+	if cfg.Approve != ApproveOff && deps.Approver == nil {
+		return nil, fmt.Errorf("%w: approving executions needs an approver", ErrConfig)
 	}
 	if err := cfg.validateTools(l.Name); err != nil {
 		return nil, err
@@ -247,6 +270,8 @@ type Result struct {
 	TestRounds []Attempt `json:"test_rounds,omitempty"`
 	// Message says why the run failed, when it did.
 	Message string `json:"message,omitempty"`
+	// Stopped says a person stopped the run at an approval.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Attempt is one round of the loop.

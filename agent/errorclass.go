@@ -27,6 +27,7 @@ const (
 	ClassNoCode     ErrorClass = "no_code"    // the answer held no code
 	ClassRuntime    ErrorClass = "runtime"    // any other failure of the program
 	ClassOther      ErrorClass = "other"      // a failure outside the program (signal, sandbox)
+	ClassRejected   ErrorClass = "rejected"   // not run: a person or the reviewer rejected it
 )
 
 // exceptionClasses maps exception names (Python, and node's where they

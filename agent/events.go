@@ -16,16 +16,19 @@ type EventType string
 
 // Event types, in the order a step emits them.
 const (
-	EventAttemptStart EventType = "attempt_start" // an attempt begins (model call next)
-	EventGenerated    EventType = "generated"     // the model answered with code (or none)
-	EventChecked      EventType = "checked"       // the static check ran
-	EventExecuted     EventType = "executed"      // the program (or the tests) ran in the sandbox
-	EventVerified     EventType = "verified"      // the verifier judged a successful run
-	EventAccepted     EventType = "accepted"      // the caller's acceptance check (Task.Accept) ran
-	EventToolCall     EventType = "tool_call"     // tool mode: the model called a tool (checked, executed may follow)
-	EventToolResult   EventType = "tool_result"   // tool mode: what the call gave the model
-	EventReplayed     EventType = "replayed"      // tool mode: the assembled program ran in a fresh sandbox
-	EventDone         EventType = "done"          // the run ended
+	EventAttemptStart     EventType = "attempt_start"     // an attempt begins (model call next)
+	EventGenerated        EventType = "generated"         // the model answered with code (or none)
+	EventChecked          EventType = "checked"           // the static check ran
+	EventExecuted         EventType = "executed"          // the program (or the tests) ran in the sandbox
+	EventVerified         EventType = "verified"          // the verifier judged a successful run
+	EventAccepted         EventType = "accepted"          // the caller's acceptance check (Task.Accept) ran
+	EventToolCall         EventType = "tool_call"         // tool mode: the model called a tool (checked, executed may follow)
+	EventToolResult       EventType = "tool_result"       // tool mode: what the call gave the model
+	EventReplayed         EventType = "replayed"          // tool mode: the assembled program ran in a fresh sandbox
+	EventReviewed         EventType = "reviewed"          // the reviewer model judged code before it ran
+	EventApprovalRequired EventType = "approval_required" // a person is asked whether code may run
+	EventApproval         EventType = "approval"          // the person's decision (or its expiry)
+	EventDone             EventType = "done"              // the run ended
 )
 
 // Phases of the loop, in Event.Phase.
@@ -72,6 +75,11 @@ type Event struct {
 	CallID     string          `json:"call_id,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 	ToolResult string          `json:"tool_result,omitempty"`
+	// Review is the reviewer's verdict (reviewed); Approval what a person
+	// is asked (approval_required); Decision what they decided (approval).
+	Review   *Review          `json:"review,omitempty"`
+	Approval *ApprovalRequest `json:"approval,omitempty"`
+	Decision *ApprovalRecord  `json:"decision,omitempty"`
 	// Success and Message close the run (done); Message also says why an
 	// answer could not be used (generated, error class bad_answer) and
 	// how a replay differed (replayed).

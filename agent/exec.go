@@ -17,7 +17,7 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 	if tests {
 		cmd = pytestCommand
 	}
-	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.a.cfg.Network}, r.a.lang.Env)
+	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network}, r.a.lang.Env)
 	if err != nil {
 		return res, "", err
 	}

@@ -49,7 +49,7 @@ func (r *run) install(ctx context.Context, n int, code string, at *Attempt) (ok 
 	}
 	in := r.a.deps.Installer
 	var msg string
-	if in == nil || in.Allowed() == "" {
+	if _, grantable := in.(PackageGranter); in == nil || (in.Allowed() == "" && !(grantable && r.approving())) {
 		msg = "Nothing can be installed here: remove the # requirements line and use only the packages named at the start."
 	} else {
 		got, ierr := in.Install(ctx, reqs)
@@ -93,6 +93,21 @@ func (t *toolRun) installPackages(ctx context.Context, list string, st *Step) (s
 	}
 	if len(reqs) == 0 {
 		return refuse(st, ClassBadToolCall, "install_packages needs packages, e.g. seaborn==0.13.2"), nil
+	}
+	if t.approving() || t.a.deps.Reviewer != nil {
+		gv, err := t.gate(ctx, gate{n: t.at.N, step: st.N, phase: PhaseTool, tool: ToolInstallPackages, lang: "python",
+			code: "# requirements: " + strings.Join(reqs, ", ") + "\n", declares: true})
+		if err != nil {
+			return "", err
+		}
+		if !gv.run {
+			return refuse(st, gv.class, "nothing was installed: %s", gv.why), nil
+		}
+		if gv.edited {
+			if reqs = declared(gv.code); len(reqs) == 0 {
+				return refuse(st, ClassRejected, "nothing was installed: the person supervising the run removed every package"), nil
+			}
+		}
 	}
 	got, err := t.a.deps.Installer.Install(ctx, reqs)
 	if err != nil {

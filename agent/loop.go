@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -35,6 +36,11 @@ type run struct {
 	// program mode's first attempt.
 	pending    string
 	pendingBad *badAnswer
+	// network is what programs may reach: the configuration's, with
+	// what a person granted in this run (see gate).
+	network      *sandbox.Network
+	approvals    int  // approvals asked so far, naming the next
+	approvedRest bool // a person approved the rest of the run
 }
 
 // Run works on task until it is done or the budget is spent. The error is
@@ -44,11 +50,15 @@ type run struct {
 // error: Result.Success is false. The Result is never nil.
 func (a *Agent) Run(ctx context.Context, task Task) (*Result, error) {
 	started := time.Now()
-	r := &run{a: a, task: task, ws: task.Workspace, res: &Result{History: []Attempt{}, Artifacts: []workspace.Artifact{}}}
+	r := &run{a: a, task: task, ws: task.Workspace, res: &Result{History: []Attempt{}, Artifacts: []workspace.Artifact{}},
+		network: a.cfg.Network}
 	if strings.TrimSpace(task.Prompt) == "" || task.Workspace == nil {
 		return r.res, fmt.Errorf("%w: a task needs a prompt and a workspace", ErrConfig)
 	}
 	err := r.run(ctx)
+	if stop := (*StoppedError)(nil); errors.As(err, &stop) {
+		r.res.Stopped, r.res.Message, err = true, r.a.redact.String(stop.Error()), nil
+	}
 	r.finish(err, started)
 	return r.res, err
 }
@@ -106,13 +116,19 @@ func (r *run) systemData() map[string]any {
 		"Lang": r.a.lang.Name, "File": r.a.SolutionFile(), "Fence": r.a.lang.Name,
 		"Command":  strings.Join(r.a.lang.Command(r.a.SolutionFile()), " "),
 		"Packages": r.a.packages(), "Timeout": lim.WallTime.String(), "Memory": sandbox.FormatSize(lim.Memory),
-		"Network": allowedHosts(r.a.cfg.Network), "Install": r.installable(),
+		"Network": allowedHosts(r.a.cfg.Network), "Install": r.installable(), "Approve": r.approving(),
 	}
 }
 
 // installable names what a program may declare to be installed, or "".
 func (r *run) installable() string {
 	if in := r.a.deps.Installer; in != nil && r.a.lang.Name == "python" {
+		if _, ok := in.(PackageGranter); ok && r.approving() {
+			if a := in.Allowed(); a != "" {
+				return a + "; others when the person supervising the run approves"
+			}
+			return "any package, when the person supervising the run approves"
+		}
 		return in.Allowed()
 	}
 	return ""
@@ -231,13 +247,31 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		return at, false, err
 	}
 	at.Check = findings
-	if len(findings) > 0 {
+	gv, err := r.gate(ctx, gate{n: n, phase: PhaseCode, lang: r.a.lang.Name, code: code, findings: findings, declares: true})
+	if err != nil {
+		return at, false, err
+	}
+	if !gv.run {
+		at.ErrorClass = gv.class
+		d := r.feedbackData(n)
+		d["Why"] = gv.why
+		r.say(render("rejected.txt", d))
+		r.fail(n, gv.class, "not run: "+gv.why)
+		return at, false, nil
+	}
+	if len(findings) > 0 && !r.approving() {
 		at.ErrorClass = ClassifyFindings(findings)
 		d := r.feedbackData(n)
 		d["Findings"] = findings
 		r.say(render("safety.txt", d))
 		r.fail(n, at.ErrorClass, "rejected by the checker: "+findings[0].Message)
 		return at, false, nil
+	}
+	if gv.edited {
+		code = gv.code
+		at.Code, at.Source = r.a.redact.String(code), code
+		r.res.Code, r.res.Source = at.Code, code
+		r.msgs = append(r.msgs, r.user("The person supervising this run edited your program before it ran; this is what runs:\n```"+fence+"\n"+at.Code+"```"))
 	}
 	if ok, err := r.install(ctx, n, code, &at); !ok || err != nil {
 		return at, false, err

@@ -104,6 +104,18 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 		return "the static checker rejected them", strings.TrimSuffix(b.String(), "\n"), false, nil
 	}
 
+	gv, err := r.gate(ctx, gate{n: n, phase: PhaseTests, lang: "python", code: x.Code})
+	if err != nil {
+		return "", "", false, err
+	}
+	if !gv.run {
+		at.ErrorClass = gv.class
+		return "they were not run: " + gv.why, "", false, nil
+	}
+	if gv.edited {
+		x.Code = gv.code
+		at.Code = r.a.redact.String(x.Code)
+	}
 	if err := r.ws.WriteFile(TestFileName, []byte(x.Code)); err != nil {
 		return "", "", false, err
 	}

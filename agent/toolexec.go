@@ -112,9 +112,21 @@ func (t *toolRun) execute(ctx context.Context, e Event, d *toolDef, code string,
 		return "", err
 	}
 	st.Check = findings
-	if len(findings) > 0 {
+	if len(findings) > 0 && !t.approving() {
 		st.Refused, st.ErrorClass = true, ClassifyFindings(findings)
 		return render("tool_findings.txt", map[string]any{"Findings": findings}), nil
+	}
+	gv, err := t.gate(ctx, gate{n: t.at.N, step: st.N, phase: PhaseTool, tool: d.name, lang: d.lang.Name, code: code, findings: findings})
+	if err != nil {
+		return "", err
+	}
+	if !gv.run {
+		return refuse(st, gv.class, "%s was not run: %s", d.name, gv.why), nil
+	}
+	edited := ""
+	if gv.edited {
+		code = gv.code
+		edited = "The person supervising this run edited the code before it ran; what ran:\n" + t.a.redact.String(code) + "\n\n"
 	}
 	var res sandbox.Result
 	var kr kernel.Result
@@ -146,7 +158,7 @@ func (t *toolRun) execute(ctx context.Context, e Event, d *toolDef, code string,
 			t.cells = []cellRecord{rec} // stateless: the last run stands alone
 		}
 	}
-	return t.describe(res, kr, class), nil
+	return edited + t.describe(res, kr, class), nil
 }
 
 // cell runs code in the kernel, starting it on first use.

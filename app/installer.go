@@ -21,6 +21,9 @@ type Installer struct {
 	envs  *deps.Store
 	base  deps.Request
 	allow []string // normalised project names, or "*"
+	// granted are projects a person approved for this run (see
+	// agent.PackageGranter); they end with the installer.
+	granted []string
 
 	mu    sync.Mutex
 	lease *deps.Lease
@@ -134,7 +137,7 @@ func (in *Installer) Install(ctx context.Context, reqs []string) ([]string, erro
 		if err != nil {
 			return nil, err
 		}
-		if len(in.allow) == 0 || (in.allow[0] != "*" && !slices.Contains(in.allow, name)) {
+		if !in.allows(name) {
 			return nil, fmt.Errorf("%s may not be installed here (the manifest's permissions.install does not list it)", name)
 		}
 	}
@@ -150,6 +153,38 @@ func (in *Installer) Install(ctx context.Context, reqs []string) ([]string, erro
 		return nil, &session.AuditError{Err: aerr}
 	}
 	return in.Installed(), nil
+}
+
+// allows reports whether project name may be declared: listed, or
+// granted in the run.
+func (in *Installer) allows(name string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return (len(in.allow) > 0 && (in.allow[0] == "*" || slices.Contains(in.allow, name))) || slices.Contains(in.granted, name)
+}
+
+// Outside implements agent.PackageGranter: the projects of reqs neither
+// listed nor granted (a malformed one is left to Install to refuse).
+func (in *Installer) Outside(reqs []string) []string {
+	var out []string
+	for _, q := range reqs {
+		if name, err := deps.ProjectName(q); err == nil && !in.allows(name) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Grant implements agent.PackageGranter: names may be installed for the
+// rest of this run; nothing is written where another run would see it.
+func (in *Installer) Grant(names []string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, n := range names {
+		if n = deps.NormalizeName(n); !slices.Contains(in.granted, n) {
+			in.granted = append(in.granted, n)
+		}
+	}
 }
 
 // Sandbox is sb with the installer's current environment given to every

@@ -73,6 +73,16 @@ type RunRequest struct {
 	// that outlives the run (a server's or an MCP session's). Nil starts
 	// the run's own, ended with it.
 	Kernel *KeptKernel
+	// Approver is asked before executions as Config.Approve says (the
+	// door's: a terminal, the API's approvals, MCP elicitation).
+	Approver agent.Approver
+	// Review, when set, configures the reviewer model (Config.ReviewModel
+	// names its model); its API key is the door's to give, never a
+	// request's.
+	Review *llm.Config
+	// MayGrantHost refuses hosts beyond the door's ceiling, which no
+	// approval passes (nil: none, the command line's).
+	MayGrantHost func(rule string) error
 }
 
 // AuditRecord is one audit record: its kind and fields.
@@ -176,8 +186,19 @@ func (r *Run) NewAgent() (*agent.Agent, error) {
 		r.req.Installer.audit(r.sr.Rec)
 		installer = r.req.Installer
 	}
+	var reviewer llm.Provider
+	if r.req.Review != nil {
+		if reviewer, err = providers.New(*r.req.Review, r.log, &r.meter); err != nil {
+			return nil, Errorf(Invalid, "review model: %v", err)
+		}
+		if cfg.ReviewModel == "" {
+			cfg.ReviewModel = r.req.Review.Model
+		}
+		cfg.Secrets = append(cfg.Secrets, r.req.Review.APIKey)
+	}
 	a, err := agent.New(cfg, agent.Deps{Provider: provider, Sandbox: r.sr.Sandbox, Checker: checker, Logger: r.log,
-		Observer: agent.Observers(r.req.Observer, r.sr.Rec), Installer: installer})
+		Observer: agent.Observers(r.req.Observer, r.sr.Rec), Installer: installer,
+		Approver: r.req.Approver, Reviewer: reviewer, MayGrantHost: r.req.MayGrantHost})
 	if err != nil {
 		return nil, Errorf(Invalid, "%v", err)
 	}

@@ -137,6 +137,25 @@ func (r *Recorder) Event(e agent.Event) {
 		r.cur.Code, r.cur.ErrorClass = e.Code, string(e.ErrorClass)
 		r.sandbox += time.Duration(e.DurationMS) * time.Millisecond
 		r.save()
+	case agent.EventReviewed:
+		if rv := e.Review; rv != nil {
+			r.model += time.Duration(e.DurationMS) * time.Millisecond
+			r.audit("reviewed", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "step": e.Step, "tool": e.Tool,
+				"approve": rv.Approve, "concerns": rv.Concerns, "note": rv.Note, "model_ms": e.DurationMS})
+		}
+	case agent.EventApprovalRequired:
+		if a := e.Approval; a != nil {
+			r.audit("approval_required", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "step": e.Step, "tool": e.Tool,
+				"approval_id": a.ID, "code_sha256": hash([]byte(a.Code)), "findings": len(a.Findings), "concerns": a.Concerns,
+				"ask_hosts": a.AskHosts, "ask_packages": a.AskPackages})
+		}
+	case agent.EventApproval:
+		if d := e.Decision; d != nil {
+			r.audit("approval", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "step": e.Step, "tool": e.Tool,
+				"approval_id": d.ID, "decision": d.Decision, "reason": d.Reason, "by": d.By,
+				"code_sha256": d.CodeSHA256, "edited_sha256": d.EditSHA256, "rest": d.Rest,
+				"granted_hosts": d.Hosts, "granted_packages": d.Packages})
+		}
 	case agent.EventDone:
 		success := e.Success != nil && *e.Success
 		r.audit("done", map[string]any{"success": success, "message": e.Message, "duration_ms": e.DurationMS})
