@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -208,5 +209,39 @@ func TestAHostIsGrantedOnlyByAPerson(t *testing.T) {
 	}
 	if res, err := a.Run(context.Background(), Task{Prompt: "fetch it", Workspace: ws2}); err != nil || !res.Stopped || len(person.asked) != 2 {
 		t.Errorf("a second run: stopped %v, asked %d times, err %v", res.Stopped, len(person.asked), err)
+	}
+}
+
+// In tool mode each execute call is shown before it runs: a rejected cell
+// never runs and the model gets the reason as the call's error; an edited
+// one runs as edited.
+func TestToolCallsAreApprovedOneByOne(t *testing.T) {
+	person := &scriptedPerson{decisions: []Decision{
+		{Decision: DecisionReject, Reason: "no files, please"},
+		{Decision: DecisionApprove, Code: "x = 5\nprint('x is', x)\n"},
+	}}
+	a, srv, ws, _ := approvalSetup(t, Config{Mode: ModeTools, Approve: ApproveAlways, Tools: map[string]sandbox.Limits{"execute_python": {}}}, person, nil,
+		calls(pyCall("open('f.txt', 'w').write('x')\n")),
+		calls(pyCall("x = 2\nprint('x is', x)\n")),
+		llmtest.Say("x is 5."))
+	res, err := a.Run(context.Background(), Task{Prompt: "print x", Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := steps(res)
+	if len(st) != 2 || !st[0].Refused || st[0].Result != nil || st[0].ErrorClass != ClassRejected {
+		t.Fatalf("steps %+v", st)
+	}
+	if !strings.Contains(st[0].Output, "no files, please") || !strings.Contains(st[1].Output, "x is 5") {
+		t.Errorf("outputs %q / %q", st[0].Output, st[1].Output)
+	}
+	if person.asked[0].Tool != "execute_python" || person.asked[0].Step != 1 {
+		t.Errorf("asked %+v", person.asked[0])
+	}
+	if got := sent(srv.Requests()[1]); !strings.Contains(got, "no files, please") {
+		t.Errorf("the reason did not reach the model")
+	}
+	if _, err := os.Stat(filepath.Join(ws.Dir, "f.txt")); err == nil {
+		t.Errorf("the rejected cell ran")
 	}
 }

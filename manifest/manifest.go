@@ -43,6 +43,18 @@ type Agent struct {
 	// (relative to the manifest) or the policy itself as a mapping.
 	Policy Policy `yaml:"policy"`
 	Limits Limits `yaml:"limits"`
+	// Review names a reviewer model asked before each execution
+	// (docs/APPROVALS.md); its key is in CODEAGENT_REVIEW_API_KEY when it
+	// has an endpoint of its own.
+	Review Review `yaml:"review"`
+}
+
+// Review is agent.review: the reviewer model and, optionally, its own
+// endpoint and protocol.
+type Review struct {
+	Model    string `yaml:"model"`
+	BaseURL  string `yaml:"base_url"`
+	Provider string `yaml:"provider"`
 }
 
 // Tool is one execution tool: execute_python, execute_javascript or

@@ -44,6 +44,19 @@ func (p *progress) Event(e agent.Event) {
 	defer p.mu.Unlock()
 	var s string
 	switch {
+	case e.Type == agent.EventApprovalRequired:
+		p.endLine() // the approver asks on the lines that follow
+	case e.Type == agent.EventApproval && e.Decision != nil:
+		s = fmt.Sprintf("  approval %s: %s by %s", termtext.Name(e.Decision.ID), termtext.Name(e.Decision.Decision), termtext.Name(e.Decision.By))
+		if e.Decision.EditSHA256 != "" {
+			s += " (edited)"
+		}
+		s += "\n"
+	case e.Type == agent.EventReviewed && e.Review != nil:
+		s = " · reviewed"
+		if !e.Review.Approve || len(e.Review.Concerns) > 0 {
+			s = " · reviewer: " + termtext.Name(shorten(strings.Join(e.Review.Concerns, "; "), 100))
+		}
 	case e.Phase == agent.PhaseTool:
 		s = p.tool(e)
 	case e.Type == agent.EventAttemptStart:

@@ -70,6 +70,7 @@ type runOptions struct {
 	Net             networkFlags
 	Mode            string // tools, program or auto
 	MaxSteps        int    // tool calls in tool mode
+	Approval        approvalFlags
 	Getenv          func(string) string
 
 	setFlags map[string]bool           // flags given on the command line
@@ -119,6 +120,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	intVar(fs, &o.MaxSteps, "max-steps", agent.DefaultMaxSteps, 1, 200, "tool calls in tool mode, within --max-iterations verification rounds")
 	o.Net.register(fs)
 	o.Deps.register(fs)
+	o.Approval.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -129,6 +131,9 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	}
 	o.Task = fs.Arg(0)
 	if err := o.validate(fs); err != nil {
+		return exitCodeFor(s.err, err)
+	}
+	if err := o.Approval.check(s); err != nil {
 		return exitCodeFor(s.err, err)
 	}
 	res, fin, err := runRun(ctx, o, s)
@@ -266,6 +271,10 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		return nil, nil, err
 	}
 	defer closeEvents()
+	review, approver, err := o.approvalParts(m, cfg, s)
+	if err != nil {
+		return nil, nil, err
+	}
 	// One checker: the policy is this run's, with or without a network.
 	runs := &app.Runs{Store: st, Model: &cfg, Checkers: &app.Checkers{Plain: checker, Net: checker},
 		Secrets: []string{o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}, Logger: logger}
@@ -274,11 +283,11 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		Config: agent.Config{
 			MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
 			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
-			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools, Installed: installed,
+			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools, Installed: installed, Approve: o.Approval.Approve,
 		},
 		Task: o.Task, Session: sess, Purpose: "codeagent run",
 		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
-		Sandbox: runSB, PerMinute: perMinute, Observer: obs, Installer: installer})
+		Sandbox: runSB, PerMinute: perMinute, Observer: obs, Installer: installer, Approver: approver, Review: review})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -55,8 +55,8 @@ func runInstaller(ctx context.Context, o runOptions, m *manifest.Manifest, s std
 	if err := checkLanguage(req, o.Lang); err != nil {
 		return nil, err
 	}
-	if req.Empty() && (len(allow) == 0 || o.Lang != "python") {
-		return nil, nil // permissions.install is for Python programs
+	if req.Empty() && ((len(allow) == 0 && o.Approval.Approve == "") || o.Lang != "python") {
+		return nil, nil // permissions.install (or a person's approval) is for Python programs
 	}
 	envs := app.Envs(dataDir, sb, backend, newLogger(s.err))
 	if !o.JSON {
