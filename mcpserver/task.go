@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
@@ -39,6 +40,18 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, argError("max_steps %d: want 1 to 200", in.MaxSteps)
 	case in.Mode == app.ModeTools && (in.Tests != "" || len(in.AllowHosts) > 0):
 		return nil, out, argError("mode tools takes neither tests nor allow_hosts: use mode program (or auto)")
+	}
+	approve, err := approveMode(in.Approve)
+	if err != nil {
+		return nil, out, err
+	}
+	var approver agent.Approver
+	if approve != agent.ApproveOff {
+		// Before anything runs: a client that cannot be asked gets an
+		// error, never a run nobody approves.
+		if approver, err = s.elicitApprover(req.Session); err != nil {
+			return nil, out, err
+		}
 	}
 	if err := s.checkFiles(in.Files); err != nil {
 		return nil, out, err
@@ -83,13 +96,19 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	}
 	rr := app.RunRequest{
 		Config: app.AgentConfig{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
-			Limits: limits, Network: network, Mode: in.Mode, MaxSteps: in.MaxSteps},
+			Limits: limits, Network: network, Mode: in.Mode, MaxSteps: in.MaxSteps, Approve: approve},
 		Task:  in.Task,
 		Label: st.label, Sandbox: sb, Limit: st.limit, Installer: installer,
 		// Audited first: what cannot be recorded does not run.
 		Audit: app.AuditRecord{Kind: "run_task", Data: map[string]any{"task": in.Task, "language": l.Name,
-			"files": keys(in.Files), "max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts}},
-		Observer: obs,
+			"files": keys(in.Files), "max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts, "approve": approve}},
+		Observer: obs, Approver: approver,
+		// What a person may grant a program stays within this server's
+		// egress ceiling and the manifest's network.
+		MayGrantHost: func(rule string) error {
+			_, err := app.Network(app.NetworkRequest{Allow: []string{rule}}, s.networkBounds())
+			return err
+		},
 	}
 	if km := s.deps.Kernels; km != nil {
 		// Tool mode's cells run in the MCP session's kernel, as
@@ -130,7 +149,7 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, fmt.Errorf("run_task: %w", err)
 	}
 	out = RunTaskOutput{Success: res.Success, Attempts: res.Attempts, Code: res.Code, Output: res.Output,
-		Artifacts: res.Artifacts, Message: res.Message, Requests: res.Usage.Requests, Tokens: res.Usage.TotalTokens}
+		Artifacts: res.Artifacts, Message: res.Message, Stopped: res.Stopped, Requests: res.Usage.Requests, Tokens: res.Usage.TotalTokens}
 	if out.Artifacts == nil {
 		out.Artifacts = []workspace.Artifact{}
 	}
@@ -212,6 +231,13 @@ func describe(e app.Event) string {
 		return at + ": replayed in a fresh sandbox, reproduced"
 	case app.EventAccepted:
 		return at + ": accepted"
+	case agent.EventApprovalRequired:
+		return at + ": waiting for the client's approval"
+	case agent.EventApproval:
+		if d := e.Decision; d != nil {
+			return fmt.Sprintf("%s: %s by %s", at, d.Decision, d.By)
+		}
+		return at + ": decided"
 	case app.EventDone:
 		if e.Success != nil && *e.Success {
 			return "done: success"

@@ -85,6 +85,8 @@ type RunTaskInput struct {
 	// Dependencies are Python or npm packages installed before the first
 	// program.
 	Dependencies *app.DependenciesRequest `json:"dependencies,omitempty" jsonschema:"program mode only: packages to install first, once, in a sandbox of their own ({python: [\"seaborn==0.13.2\"], index_url: a PEP 503 index} for python, {javascript: [\"lodash@4.17.21\"], npm_registry: an npm registry} for javascript, within the server's egress ceiling); every program of the run gets them"`
+	// Approve asks the client, by MCP elicitation, before executions.
+	Approve string `json:"approve,omitempty" jsonschema:"always (or true): ask the MCP client's user, by elicitation, before each program runs (approve, reject with a reason for the model, edit the code, or stop the run); on-finding: only when the static checker raised something or a program asks for hosts beyond allow_hosts; needs a client that supports elicitation in form mode"`
 }
 
 // RunTaskOutput is run_task's result.
@@ -96,6 +98,7 @@ type RunTaskOutput struct {
 	Artifacts []workspace.Artifact `json:"artifacts" jsonschema:"workspace files the program created or changed"`
 	Images    []string             `json:"images,omitempty" jsonschema:"artifacts also returned as image content"`
 	Message   string               `json:"message,omitempty" jsonschema:"why the run failed, when it did"`
+	Stopped   bool                 `json:"stopped,omitempty" jsonschema:"the client's user stopped the run at an approval"`
 	Requests  int                  `json:"model_requests"`
 	Tokens    int64                `json:"total_tokens"`
 }
