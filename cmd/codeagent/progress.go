@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -22,6 +23,8 @@ type progress struct {
 	w    io.Writer
 	mode progressMode
 	open bool // a line is in progress
+	// approving: a finding goes to the person, it does not end the attempt.
+	approving bool
 }
 
 // progressMode says what follows a successful execution.
@@ -77,6 +80,8 @@ func (p *progress) Event(e agent.Event) {
 		} else {
 			s = " · checking"
 		}
+	case e.Type == agent.EventChecked && p.approving && e.Safe != nil && !*e.Safe:
+		s = " · checker: " + termtext.Name(shorten(findingDetail(e), 100))
 	case e.Type == agent.EventChecked:
 		if e.Safe != nil && !*e.Safe {
 			s = p.failed(e.ErrorClass, findingDetail(e))
@@ -192,4 +197,37 @@ func resultDetail(e agent.Event) string {
 func lastNonEmpty(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// runObservers builds the progress renderer and the event writer.
+func runObservers(ctx context.Context, o runOptions, s stdio) (agent.Observer, func(), error) {
+	var obs []agent.Observer
+	closeFn := func() {}
+	if o.Progress || isTerminal(s.err) {
+		mode := modeVerify
+		switch {
+		case o.TestFile != "":
+			mode = modeTestFile
+		case o.Tests:
+			mode = modeTests
+		case o.NoVerify:
+			mode = modePlain
+		}
+		p := newProgress(ctx, s.err, mode)
+		p.approving = o.Approval.Approve != agent.ApproveOff
+		obs = append(obs, p)
+	}
+	switch o.Events {
+	case "":
+	case "-":
+		obs = append(obs, agent.NewJSONLines(s.out))
+	default:
+		f, err := os.OpenFile(o.Events, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, nil, usagef("--events: %w", err)
+		}
+		obs = append(obs, agent.NewJSONLines(f))
+		closeFn = func() { f.Close() }
+	}
+	return agent.Observers(obs...), closeFn, nil
 }

@@ -376,37 +376,6 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 	return res, fin, err
 }
 
-// runObservers builds the progress renderer and the event writer.
-func runObservers(ctx context.Context, o runOptions, s stdio) (agent.Observer, func(), error) {
-	var obs []agent.Observer
-	closeFn := func() {}
-	if o.Progress || isTerminal(s.err) {
-		mode := modeVerify
-		switch {
-		case o.TestFile != "":
-			mode = modeTestFile
-		case o.Tests:
-			mode = modeTests
-		case o.NoVerify:
-			mode = modePlain
-		}
-		obs = append(obs, newProgress(ctx, s.err, mode))
-	}
-	switch o.Events {
-	case "":
-	case "-":
-		obs = append(obs, agent.NewJSONLines(s.out))
-	default:
-		f, err := os.OpenFile(o.Events, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return nil, nil, usagef("--events: %w", err)
-		}
-		obs = append(obs, agent.NewJSONLines(f))
-		closeFn = func() { f.Close() }
-	}
-	return agent.Observers(obs...), closeFn, nil
-}
-
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool { return termtext.IsTerminal(w) }
 
