@@ -167,7 +167,9 @@ func (r *run) gate(ctx context.Context, g gate) (gateVerdict, error) {
 		}
 		return v, nil
 	}
-	ask := (r.a.cfg.Approve == ApproveAlways && !r.approvedRest) || raised || len(askHosts) > 0 || len(askPkgs) > 0
+	// After "approve the rest" only what the program asks beyond its
+	// permissions is asked.
+	ask := (!r.approvedRest && (r.a.cfg.Approve == ApproveAlways || raised)) || len(askHosts) > 0 || len(askPkgs) > 0
 	if !ask {
 		return v, nil
 	}

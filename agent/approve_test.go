@@ -245,3 +245,23 @@ func TestToolCallsAreApprovedOneByOne(t *testing.T) {
 		t.Errorf("the rejected cell ran")
 	}
 }
+
+// "Approve the rest" stops the asking about programs and findings, not
+// about a host a later program asks for.
+func TestRestStillAsksForAHost(t *testing.T) {
+	person := &scriptedPerson{decisions: []Decision{{Decision: DecisionApprove, Rest: true}, {Decision: DecisionReject, Reason: "no network"}}}
+	a, _, ws, _ := approvalSetup(t, Config{Approve: ApproveAlways, MaxIterations: 3}, person, nil,
+		py("raise SystemExit(1)\n"),
+		py("import subprocess\nraise SystemExit(1)\n"),
+		py("# network: example.com\nprint('x')\n"))
+	res, err := a.Run(context.Background(), Task{Prompt: "print x", Workspace: ws})
+	if err != nil || res.Success {
+		t.Fatalf("success %v err %v", res.Success, err)
+	}
+	if len(person.asked) != 2 || strings.Join(person.asked[1].AskHosts, ",") != "example.com" {
+		t.Fatalf("asked %+v", person.asked)
+	}
+	if res.History[1].Result == nil || res.History[2].Result != nil {
+		t.Errorf("the second program (a finding, after approving the rest) should have run, the third (a host, rejected) not")
+	}
+}
