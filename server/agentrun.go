@@ -110,6 +110,7 @@ func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, ar *
 		*wsDir = ws.Dir
 		res, err = ar.Do(ctx, app.Task{Workspace: ws})
 	}
+	r.approvals.endAll()
 	if res == nil {
 		// The agent never started: say why in a done event, as it would.
 		res = &app.RunResult{History: []app.Attempt{}, Artifacts: []workspace.Artifact{}, Message: err.Error()}

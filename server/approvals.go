@@ -23,17 +23,18 @@ import (
 // byExpiry is Decision.By of an approval that expired.
 const byExpiry = "server (approval timeout)"
 
-// approvals are a run's approvals: the pending ones, each with the channel
-// its decision is sent on, and what became of the others.
+// approvals are a run's approvals: each one asked, with the channel its
+// decision is sent on (buffered: a decision may come before the agent
+// waits for it), and what became of those no longer pending.
 type approvals struct {
 	timeout time.Duration
 	mu      sync.Mutex
-	pending map[string]chan app.Decision
+	asked   map[string]chan app.Decision
 	ended   map[string]string // approval ID -> what became of it, for a 409
 }
 
 func newApprovals(timeout time.Duration) *approvals {
-	return &approvals{timeout: timeout, pending: map[string]chan app.Decision{}, ended: map[string]string{}}
+	return &approvals{timeout: timeout, asked: map[string]chan app.Decision{}, ended: map[string]string{}}
 }
 
 // open registers a pending approval; the run's observer calls it on the
@@ -41,8 +42,8 @@ func newApprovals(timeout time.Duration) *approvals {
 func (a *approvals) open(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.ended[id]; !ok {
-		a.pending[id] = make(chan app.Decision, 1)
+	if a.asked[id] == nil {
+		a.asked[id] = make(chan app.Decision, 1)
 	}
 }
 
@@ -52,12 +53,27 @@ func (a *approvals) open(id string) {
 func (a *approvals) close(id, what string) (chan app.Decision, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ch, ok := a.pending[id]
-	if ok {
-		delete(a.pending, id)
-		a.ended[id] = what
+	ch := a.asked[id]
+	if ch == nil {
+		return nil, false
 	}
-	return ch, ok
+	if _, done := a.ended[id]; done {
+		return nil, false
+	}
+	a.ended[id] = what
+	return ch, true
+}
+
+// endAll ends the approvals still pending when the run ends: deciding
+// them then is a conflict, not a decision nobody reads.
+func (a *approvals) endAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id := range a.asked {
+		if _, done := a.ended[id]; !done {
+			a.ended[id] = "the run ended"
+		}
+	}
 }
 
 // decide sends d to the pending approval id: a not-found error for an
@@ -80,9 +96,9 @@ func (a *approvals) decide(id string, d app.Decision) error {
 // for req, the timeout (a rejection, "expired") or the run's end.
 func (a *approvals) Approve(ctx context.Context, req app.ApprovalRequest) (app.Decision, error) {
 	a.mu.Lock()
-	ch, ok := a.pending[req.ID]
+	ch := a.asked[req.ID]
 	a.mu.Unlock()
-	if !ok {
+	if ch == nil {
 		return app.Decision{}, errors.New("approval " + req.ID + " was not registered by the run's observer")
 	}
 	timer := time.NewTimer(a.timeout)

@@ -318,3 +318,41 @@ func TestServeRunReviewModel(t *testing.T) {
 		t.Errorf("reviewed events: %d", reviewed)
 	}
 }
+
+// TestApprovalsDecisionBeforeWait: a client that sees approval_required
+// may decide before the agent waits (the event is shown first); the
+// decision is kept for the wait. Deciding twice, an approval never asked,
+// the timeout and the run's end are answered as the API says.
+func TestApprovalsDecisionBeforeWait(t *testing.T) {
+	a := newApprovals(time.Minute)
+	a.open("1")
+	if err := a.decide("1", agent.Decision{Decision: agent.DecisionApprove, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := a.Approve(context.Background(), agent.ApprovalRequest{ID: "1"})
+	if err != nil || d.Decision != agent.DecisionApprove || d.By != "alice" {
+		t.Fatalf("decision: %+v, %v", d, err)
+	}
+	if err := a.decide("1", agent.Decision{Decision: agent.DecisionReject}); classify(err).Status != http.StatusConflict {
+		t.Errorf("twice: %v", err)
+	}
+	if err := a.decide("2", agent.Decision{Decision: agent.DecisionReject}); classify(err).Status != http.StatusNotFound {
+		t.Errorf("never asked: %v", err)
+	}
+	short := newApprovals(10 * time.Millisecond)
+	short.open("1")
+	if d, err := short.Approve(context.Background(), agent.ApprovalRequest{ID: "1"}); err != nil || d.Decision != agent.DecisionExpired {
+		t.Errorf("timeout: %+v, %v", d, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a.open("3")
+	if _, err := a.Approve(ctx, agent.ApprovalRequest{ID: "3"}); err == nil {
+		t.Error("a canceled run's approval did not end")
+	}
+	a.open("4")
+	a.endAll()
+	if err := a.decide("4", agent.Decision{Decision: agent.DecisionApprove}); classify(err).Status != http.StatusConflict {
+		t.Errorf("after the run: %v", err)
+	}
+}

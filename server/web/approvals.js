@@ -85,7 +85,7 @@ function approvalControls(runID, a) {
   return form;
 }
 
-const DECIDED = { approve: "approved", reject: "rejected", stop: "stopped the run", expired: "expired: nobody decided in time, so it did not run" };
+const DECIDED = { approve: "approved", reject: "rejected", stop: "stopped", expired: "expired: nobody decided in time, so it did not run" };
 
 // showDecision replaces approval d's buttons with its decision.
 function showDecision(li, d) {
