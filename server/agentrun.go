@@ -65,7 +65,7 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 			Approve: req.approve, ReviewModel: reviewModel},
 		Task: req.Task, Session: &sess, Purpose: "codeagent serve",
 		Sandbox: sb, PerMinute: s.cfg.RunExecsPerMinute, Installer: installer,
-		Observer: r, Approver: r.approvals, Review: review, MayGrantHost: s.mayGrantHost,
+		Observer: r, Approver: r.approvals, Review: review, MayGrantHost: s.networkBounds().MayGrantHost,
 		Kernel: &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
 			return s.execCell(ctx, key, wsDir, c, false)
 		}, Restart: func() { s.kernels.Restart(key) }},

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/egress"
 )
 
 // A run started with "approve" stops before each execution (see
@@ -151,12 +150,6 @@ func (s *Server) reviewModel(name string) error {
 		return badRequest("review_model: this server has no model endpoint to review with (serve --review-base-url, or a main model)")
 	}
 	return nil
-}
-
-// mayGrantHost refuses hosts beyond the server's egress ceiling, which no
-// approval may grant.
-func (s *Server) mayGrantHost(rule string) error {
-	return egress.Within([]string{rule}, s.cfg.EgressCeiling, "this server's egress ceiling (serve --egress-ceiling)")
 }
 
 // decisionRequest is the body of POST /v1/runs/{id}/approvals/{approval_id}.

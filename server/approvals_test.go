@@ -356,3 +356,28 @@ func TestApprovalsDecisionBeforeWait(t *testing.T) {
 		t.Errorf("after the run: %v", err)
 	}
 }
+
+// TestServeRunApprovalHostsWithinCeiling: a host a program asks for is
+// put to the person only within the server's egress ceiling; one beyond
+// it is refused without asking, and the model is told why.
+func TestServeRunApprovalHostsWithinCeiling(t *testing.T) {
+	ts := newTestServer(t, testOptions{cfg: Config{EgressCeiling: []string{"allowed.example"}}, replies: []llmtest.Reply{
+		pyReply("# network: beyond.example\nprint(1)\n"), pyReply("# network: allowed.example\nprint(2)\n"),
+	}})
+	s := ts.createSession(t, "", "hosts")
+	var run runJSON
+	ts.json(t, "POST", "/v1/sessions/"+s.ID+"/runs", "", map[string]any{"task": "fetch", "approve": true, "max_iterations": 2},
+		http.StatusAccepted, &run)
+	ev := ts.follow(t, "", run.ID)
+	ask := ev.next(agent.EventApprovalRequired).Approval
+	if ask == nil || ask.ID != "1" || ask.Attempt != 2 || strings.Join(ask.AskHosts, ",") != "allowed.example" {
+		t.Fatalf("approval: %+v", ask)
+	}
+	if reqs := ts.model.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].Text(), "beyond.example, which no one can allow here") {
+		t.Fatalf("the model was not told why beyond.example was refused (%d requests)", len(reqs))
+	}
+	ts.decide(t, "", run.ID, "1", map[string]any{"decision": "stop"}, http.StatusOK)
+	if r := ts.waitRun(t, "", run.ID); r.Result == nil || !r.Result.Stopped {
+		t.Fatalf("run: %+v", r)
+	}
+}
