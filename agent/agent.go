@@ -143,6 +143,9 @@ type Deps struct {
 	// MayGrantHost, when set, refuses hosts no approval may grant (a
 	// server's egress ceiling); nil: a person may grant any host.
 	MayGrantHost func(rule string) error
+	// GrantBase, when set, is where a granted network starts from in a
+	// run that has none (the door's byte budget and name overrides).
+	GrantBase *sandbox.Network
 }
 
 // Agent runs tasks. It is safe for concurrent use when its dependencies

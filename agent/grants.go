@@ -102,6 +102,9 @@ func (r *run) grantHosts(hosts []string) {
 		return
 	}
 	nw := &sandbox.Network{}
+	if b := r.a.deps.GrantBase; r.network == nil && b != nil {
+		nw.MaxBytes, nw.Resolve = b.MaxBytes, b.Resolve
+	}
 	if r.network != nil {
 		c := *r.network
 		nw = &c

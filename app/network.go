@@ -111,3 +111,20 @@ func CheckCeiling(rules []string) error {
 	_, err := egress.NewPolicy(rules)
 	return err
 }
+
+// GrantBase is RunRequest.GrantBase for a door whose bounds are b: a
+// network granted to a run that had none gets b's byte budget and name
+// overrides.
+func (b NetworkBounds) GrantBase() *sandbox.Network {
+	return &sandbox.Network{MaxBytes: b.MaxBytes, Resolve: b.Resolve}
+}
+
+// MayGrantHost is RunRequest.MayGrantHost for a door whose bounds are b:
+// a host a program asks for may be granted by a person only within the
+// door's ceiling, which no approval passes (the command line has none).
+func (b NetworkBounds) MayGrantHost(rule string) error {
+	if !b.Bounded {
+		return nil
+	}
+	return egress.Within([]string{rule}, b.Ceiling, b.CeilingName)
+}

@@ -83,6 +83,9 @@ type RunRequest struct {
 	// MayGrantHost refuses hosts beyond the door's ceiling, which no
 	// approval passes (nil: none, the command line's).
 	MayGrantHost func(rule string) error
+	// GrantBase is where a network a person grants to a run that has none
+	// starts from: the door's byte budget and name overrides.
+	GrantBase *sandbox.Network
 }
 
 // AuditRecord is one audit record: its kind and fields.
@@ -198,7 +201,7 @@ func (r *Run) NewAgent() (*agent.Agent, error) {
 	}
 	a, err := agent.New(cfg, agent.Deps{Provider: provider, Sandbox: r.sr.Sandbox, Checker: checker, Logger: r.log,
 		Observer: agent.Observers(r.req.Observer, r.sr.Rec), Installer: installer,
-		Approver: r.req.Approver, Reviewer: reviewer, MayGrantHost: r.req.MayGrantHost})
+		Approver: r.req.Approver, Reviewer: reviewer, MayGrantHost: r.req.MayGrantHost, GrantBase: r.req.GrantBase})
 	if err != nil {
 		return nil, Errorf(Invalid, "%v", err)
 	}

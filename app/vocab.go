@@ -22,6 +22,10 @@ type (
 	Display      = kernel.Display
 	KernelKey    = kernel.Key
 	KernelStatus = kernel.Status
+	// A person's approval of an execution (agent/approve.go).
+	ApprovalRequest = agent.ApprovalRequest
+	Decision        = agent.Decision
+	Approver        = agent.Approver
 )
 
 // An agent run's modes, phases and event types (see package agent), and
@@ -34,6 +38,10 @@ const (
 	EventExecuted, EventVerified, EventAccepted     = agent.EventExecuted, agent.EventVerified, agent.EventAccepted
 	EventToolCall, EventToolResult, EventReplayed   = agent.EventToolCall, agent.EventToolResult, agent.EventReplayed
 	EventDone                                       = agent.EventDone
+	EventApprovalRequired, EventApproval            = agent.EventApprovalRequired, agent.EventApproval
+
+	ApproveOff, ApproveAlways, ApproveOnFinding                    = agent.ApproveOff, agent.ApproveAlways, agent.ApproveOnFinding
+	DecisionApprove, DecisionReject, DecisionStop, DecisionExpired = agent.DecisionApprove, agent.DecisionReject, agent.DecisionStop, agent.DecisionExpired
 
 	MaxIterationsCeiling = agent.MaxIterationsCeiling
 )

@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
 )
 
@@ -29,11 +28,11 @@ const mrtrProtocol = "2026-07-28"
 func approveMode(v string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "", "false":
-		return agent.ApproveOff, nil
+		return app.ApproveOff, nil
 	case "always", "true":
-		return agent.ApproveAlways, nil
+		return app.ApproveAlways, nil
 	case "on-finding":
-		return agent.ApproveOnFinding, nil
+		return app.ApproveOnFinding, nil
 	}
 	return "", argError("approve %q: want always (or true), on-finding, or none", cutRunes(v, 40))
 }
@@ -43,7 +42,7 @@ func approveMode(v string) (string, error) {
 // answers. It refuses, before anything runs, a client that does not
 // declare form elicitation, or one whose protocol version forbids asking
 // during the call, so that approve never runs silently unasked.
-func (s *Server) elicitApprover(ss *mcp.ServerSession) (agent.Approver, error) {
+func (s *Server) elicitApprover(ss *mcp.ServerSession) (app.Approver, error) {
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return nil, argError("approve needs a client that supports MCP elicitation (form); this client does not declare it")
@@ -72,38 +71,38 @@ type elicitor struct {
 	schema map[string]any
 }
 
-// Approve implements agent.Approver: the client's accept is the decision
+// Approve implements app.Approver: the client's accept is the decision
 // in its form (approve when it gives none), decline a rejection, cancel a
 // stop.
-func (e *elicitor) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+func (e *elicitor) Approve(ctx context.Context, req app.ApprovalRequest) (app.Decision, error) {
 	res, err := e.ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: approvalMessage(req), RequestedSchema: e.schema})
 	if err != nil {
-		return agent.Decision{}, fmt.Errorf("asking the MCP client: %w", err)
+		return app.Decision{}, fmt.Errorf("asking the MCP client: %w", err)
 	}
 	str := func(k string) string { v, _ := res.Content[k].(string); return v }
-	d := agent.Decision{By: e.by, Reason: strings.TrimSpace(str("reason"))}
+	d := app.Decision{By: e.by, Reason: strings.TrimSpace(str("reason"))}
 	switch res.Action {
 	case "accept":
 		d.Decision = str("decision")
 		if d.Decision == "" {
-			d.Decision = agent.DecisionApprove
+			d.Decision = app.DecisionApprove
 		}
-		if d.Decision == agent.DecisionApprove {
+		if d.Decision == app.DecisionApprove {
 			d.Code = str("code")
 			d.Rest, _ = res.Content["rest"].(bool)
 		}
 	case "decline":
-		d.Decision = agent.DecisionReject
+		d.Decision = app.DecisionReject
 		if d.Reason == "" {
 			d.Reason = "declined by the MCP client"
 		}
 	case "cancel":
-		d.Decision = agent.DecisionStop
+		d.Decision = app.DecisionStop
 		if d.Reason == "" {
 			d.Reason = "cancelled by the MCP client"
 		}
 	default:
-		return agent.Decision{}, fmt.Errorf("the MCP client answered the approval with action %q", cutRunes(res.Action, 40))
+		return app.Decision{}, fmt.Errorf("the MCP client answered the approval with action %q", cutRunes(res.Action, 40))
 	}
 	return d, nil
 }
@@ -115,7 +114,7 @@ func approvalSchema(maxCode int64) map[string]any {
 		"type": "object",
 		"properties": map[string]any{
 			"decision": map[string]any{"type": "string", "title": "Decision", "enum": []string{
-				agent.DecisionApprove, agent.DecisionReject, agent.DecisionStop},
+				app.DecisionApprove, app.DecisionReject, app.DecisionStop},
 				"description": "approve runs the program; reject does not, and the reason goes to the model; stop ends the run"},
 			"reason": map[string]any{"type": "string", "title": "Reason", "maxLength": 2000,
 				"description": "optional: why, for the model (on reject) and the audit log"},
@@ -130,7 +129,7 @@ func approvalSchema(maxCode int64) map[string]any {
 
 // approvalMessage is what the person reads: the attempt, the code (cut),
 // what the checker and the reviewer raised and what the program asks for.
-func approvalMessage(req agent.ApprovalRequest) string {
+func approvalMessage(req app.ApprovalRequest) string {
 	var b strings.Builder
 	at := fmt.Sprintf("attempt %d", req.Attempt)
 	if req.Phase == app.PhaseTests {

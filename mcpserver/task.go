@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
@@ -45,8 +44,8 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	if err != nil {
 		return nil, out, err
 	}
-	var approver agent.Approver
-	if approve != agent.ApproveOff {
+	var approver app.Approver
+	if approve != app.ApproveOff {
 		// Before anything runs: a client that cannot be asked gets an
 		// error, never a run nobody approves.
 		if approver, err = s.elicitApprover(req.Session); err != nil {
@@ -104,11 +103,8 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 			"files": keys(in.Files), "max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts, "approve": approve}},
 		Observer: obs, Approver: approver,
 		// What a person may grant a program stays within this server's
-		// egress ceiling and the manifest's network.
-		MayGrantHost: func(rule string) error {
-			_, err := app.Network(app.NetworkRequest{Allow: []string{rule}}, s.networkBounds())
-			return err
-		},
+		// egress ceiling, with its byte budget.
+		MayGrantHost: s.networkBounds().MayGrantHost, GrantBase: s.networkBounds().GrantBase(),
 	}
 	if km := s.deps.Kernels; km != nil {
 		// Tool mode's cells run in the MCP session's kernel, as
@@ -231,9 +227,9 @@ func describe(e app.Event) string {
 		return at + ": replayed in a fresh sandbox, reproduced"
 	case app.EventAccepted:
 		return at + ": accepted"
-	case agent.EventApprovalRequired:
+	case app.EventApprovalRequired:
 		return at + ": waiting for the client's approval"
-	case agent.EventApproval:
+	case app.EventApproval:
 		if d := e.Decision; d != nil {
 			return fmt.Sprintf("%s: %s by %s", at, d.Decision, d.By)
 		}

@@ -36,7 +36,15 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 		maxIter = s.cfg.MaxIterations
 	}
 	r := &run{SessionID: o.ID, Owner: o.Owner, Task: req.Task, Started: time.Now().UTC(),
-		done: make(chan struct{}), notify: make(chan struct{}), status: runRunning}
+		done: make(chan struct{}), notify: make(chan struct{}), status: runRunning,
+		approvals: newApprovals(s.cfg.ApprovalTimeout)}
+	// The reviewer's endpoint and key are the server's; the request names
+	// at most its model.
+	review := app.ReviewFor(s.deps.Review, req.ReviewModel)
+	reviewModel := ""
+	if review != nil {
+		reviewModel = review.Model
+	}
 	// Cells run in the session's kernel (the one its cells API uses), each
 	// waiting its turn in the execution queue; it stays the session's. Its
 	// workspace is the one execute opens before the agent starts.
@@ -53,10 +61,12 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 	}
 	ar, err := s.agents.StartRun(runCtx, app.RunRequest{
 		Config: app.AgentConfig{MaxIterations: maxIter, Verify: req.Verify == nil || *req.Verify,
-			Lang: req.Language, Network: req.net, Mode: req.Mode, MaxSteps: req.MaxSteps},
+			Lang: req.Language, Network: req.net, Mode: req.Mode, MaxSteps: req.MaxSteps,
+			Approve: req.approve, ReviewModel: reviewModel},
 		Task: req.Task, Session: &sess, Purpose: "codeagent serve",
 		Sandbox: sb, PerMinute: s.cfg.RunExecsPerMinute, Installer: installer,
-		Observer: r,
+		Observer: r, Approver: r.approvals, Review: review, MayGrantHost: s.networkBounds().MayGrantHost,
+		GrantBase: s.networkBounds().GrantBase(),
 		Kernel: &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
 			return s.execCell(ctx, key, wsDir, c, false)
 		}, Restart: func() { s.kernels.Restart(key) }},
@@ -101,6 +111,7 @@ func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, ar *
 		*wsDir = ws.Dir
 		res, err = ar.Do(ctx, app.Task{Workspace: ws})
 	}
+	r.approvals.endAll()
 	if res == nil {
 		// The agent never started: say why in a done event, as it would.
 		res = &app.RunResult{History: []app.Attempt{}, Artifacts: []workspace.Artifact{}, Message: err.Error()}

@@ -200,7 +200,7 @@ func TestServeHealthMetricsOpenAPIAndPage(t *testing.T) {
 	if err := yaml.Unmarshal(b, &doc); err != nil || doc.Paths["/v1/exec"] == nil || doc.Paths["/v1/runs/{id}/events"] == nil {
 		t.Errorf("openapi: %v, %d paths", err, len(doc.Paths))
 	}
-	for _, p := range []string{"/", "/app.js", "/runs.js", "/style.css"} {
+	for _, p := range []string{"/", "/app.js", "/runs.js", "/approvals.js", "/style.css"} {
 		resp, b := ts.do(t, "GET", p, "", nil)
 		if resp.StatusCode != 200 || len(b) == 0 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") {
 			t.Errorf("%s: %d %v", p, resp.StatusCode, resp.Header)

@@ -46,6 +46,7 @@ func (s *Server) routes() http.Handler {
 	api("GET /v1/runs/{id}", kindPlain, bodyNone, s.handleGetRun)
 	api("GET /v1/runs/{id}/events", kindStream, bodyNone, s.handleRunEvents)
 	api("POST /v1/runs/{id}/cancel", kindPlain, bodyNone, s.handleCancelRun)
+	api("POST /v1/runs/{id}/approvals/{approval_id}", kindPlain, bodyJSON, s.handleDecide)
 	api("POST /v1/exec", kindExec, bodyJSON, s.handleExec)
 	api("POST /v1/sessions/{id}/exec", kindExec, bodyJSON, s.handleSessionExec)
 	api("DELETE /v1/sessions/{id}/kernel", kindPlain, bodyNone, s.handleRestartKernel)

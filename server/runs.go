@@ -42,6 +42,7 @@ type run struct {
 	ctx                        context.Context // the run's; its cause says why it was canceled
 	cancel                     func()
 	done                       chan struct{} // closed after the last event and the result
+	approvals                  *approvals    // its approvals, pending and ended (approvals.go)
 
 	mu       sync.Mutex
 	events   []app.Event
@@ -57,6 +58,9 @@ type run struct {
 func (r *run) Event(e app.Event) {
 	if e.Type == app.EventDone && r.ctx != nil && r.ctx.Err() != nil {
 		e.Message = "canceled: " + context.Cause(r.ctx).Error()
+	}
+	if e.Type == app.EventApprovalRequired && e.Approval != nil {
+		r.approvals.open(e.Approval.ID) // before any stream shows it
 	}
 	r.mu.Lock()
 	r.events = append(r.events, e)
@@ -253,9 +257,16 @@ type runRequest struct {
 	// Dependencies are Python or npm packages installed before the first
 	// program (docs/DEPENDENCIES.md); program mode only.
 	Dependencies *app.DependenciesRequest `json:"dependencies"`
+	// Approve is true ("always"), false (off), "always" or "on-finding":
+	// a person decides each execution (approvals.go).
+	Approve json.RawMessage `json:"approve"`
+	// ReviewModel names the reviewer model, asked at the server's
+	// reviewer endpoint (never one of the request's choosing).
+	ReviewModel string `json:"review_model"`
 
-	net  *sandbox.Network // Network, checked against the server's ceiling
-	deps app.EnvRequest   // Dependencies, checked likewise
+	net     *sandbox.Network // Network, checked against the server's ceiling
+	deps    app.EnvRequest   // Dependencies, checked likewise
+	approve string           // Approve, an agent.Approve mode
 }
 
 func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
@@ -287,11 +298,19 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	if req.Language == "" {
 		req.Language = "python"
 	}
+	var err error
+	if req.approve, err = approveMode(req.Approve); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err = s.reviewModel(req.ReviewModel); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if _, err := lang.Lookup(req.Language); err != nil {
 		s.writeError(w, r, badRequest("%v", err))
 		return
 	}
-	var err error
 	if req.net, err = s.network(req.Network); err != nil {
 		s.writeError(w, r, err)
 		return

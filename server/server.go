@@ -102,6 +102,10 @@ type Config struct {
 	// for every network (tests: serve --egress-resolve).
 	EgressMaxBytes int64
 	EgressResolve  map[string]string
+	// ApprovalTimeout is how long an approval of a run started with
+	// "approve" waits for its decision before it expires as a rejection
+	// (default 10 min).
+	ApprovalTimeout time.Duration
 }
 
 // The defaults of the upload cap and the session quotas.
@@ -171,7 +175,8 @@ func (c Config) withDefaults() Config {
 	durs := []struct {
 		v *time.Duration
 		d time.Duration
-	}{{&c.RequestTimeout, 30 * time.Second}, {&c.UploadTimeout, 10 * time.Minute}, {&c.RunTimeout, 30 * time.Minute}}
+	}{{&c.RequestTimeout, 30 * time.Second}, {&c.UploadTimeout, 10 * time.Minute}, {&c.RunTimeout, 30 * time.Minute},
+		{&c.ApprovalTimeout, 10 * time.Minute}}
 	for _, x := range durs {
 		if *x.v <= 0 {
 			*x.v = x.d
@@ -200,6 +205,10 @@ type Deps struct {
 	// then fail at once with ModelError in their done event.
 	Model      *llm.Config
 	ModelError string
+	// Review is the reviewer model's endpoint and key (app.ResolveReview):
+	// a run is reviewed when it or Review names a model. Nil: runs cannot
+	// be reviewed.
+	Review *llm.Config
 	// Secrets are redacted from everything a run shows (API keys).
 	Secrets []string
 	// MCP, when set, is served at /mcp behind the same keys; MCP sessions
@@ -299,6 +308,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	secrets := append([]string{}, deps.Secrets...)
 	for _, k := range cfg.Keys {
 		secrets = append(secrets, k.Token)
+	}
+	if deps.Review != nil && deps.Review.APIKey != "" {
+		secrets = append(secrets, deps.Review.APIKey)
 	}
 	modelError := "start codeagent serve with --base-url and --model (or --provider and an API key)"
 	if deps.ModelError != "" {

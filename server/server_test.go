@@ -33,8 +33,10 @@ type testServer struct {
 	st    *store.Store
 	sb    sandbox.Sandbox
 	model *llmtest.Server
-	data  string
-	km    *app.Kernels // shared with MCP, closed before the sandbox
+	// reviewer is the reviewer model's server (testOptions.review).
+	reviewer *llmtest.Server
+	data     string
+	km       *app.Kernels // shared with MCP, closed before the sandbox
 }
 
 type testOptions struct {
@@ -48,6 +50,9 @@ type testOptions struct {
 	mcp        bool // serve MCP at /mcp
 	mcpCfg     mcpserver.Config
 	data       string // the data directory; default a new temporary one
+	// review, when not nil, scripts a reviewer model at its own endpoint
+	// (Deps.Review, model "review-default").
+	review []llmtest.Reply
 }
 
 func newTestServer(t testing.TB, o testOptions) *testServer {
@@ -75,6 +80,12 @@ func newTestServer(t testing.TB, o testOptions) *testServer {
 		ts.model = llmtest.NewOpenAIServer(t, o.replies...)
 		cfg := llmtest.Config(llm.ProviderOpenAI, ts.model.BaseURL)
 		deps.Model = &cfg
+	}
+	if o.review != nil {
+		ts.reviewer = llmtest.NewOpenAIServer(t, o.review...)
+		cfg := llmtest.Config(llm.ProviderOpenAI, ts.reviewer.BaseURL)
+		cfg.Model, cfg.APIKey = "review-default", "review-test-key"
+		deps.Review = &cfg
 	}
 	if o.mcp {
 		// One queue and one kernel manager for the API and MCP, as

@@ -9,7 +9,7 @@ import (
 //go:embed openapi.yaml
 var openapiYAML []byte
 
-//go:embed web/index.html web/app.js web/runs.js web/style.css
+//go:embed web/index.html web/app.js web/runs.js web/approvals.js web/style.css
 var webFS embed.FS
 
 // pageCSP allows the page its own scripts, styles and fetches, and images

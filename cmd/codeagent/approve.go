@@ -48,16 +48,14 @@ func (f approveFlag) IsBoolFlag() bool { return true }
 // approvalFlags are a run's --approve and reviewer flags.
 type approvalFlags struct {
 	Approve string
-	Review  app.ReviewModel
+	Review  *reviewFlags
 }
 
 func (a *approvalFlags) register(fs *flag.FlagSet) {
 	fs.Var(approveFlag{&a.Approve}, "approve", "ask at the terminal before each program runs: y run, n reject (with a reason for the model),\n"+
 		"e edit in $EDITOR, a approve the rest, q stop; --approve=on-finding asks only when the checker\n"+
 		"or the reviewer raised something or a program asks for a host or package beyond its permissions")
-	fs.StringVar(&a.Review.Model, "review-model", "", "a second model that reviews each program before it runs (rejections go back to the model)")
-	fs.StringVar(&a.Review.BaseURL, "review-base-url", "", "the review model's endpoint (default the model's); its key is in "+app.EnvReviewKey)
-	fs.StringVar(&a.Review.Provider, "review-provider", "", "the review endpoint's protocol: openai or anthropic (default the model's)")
+	a.Review = addReviewFlags(fs)
 }
 
 // check refuses --approve without a terminal to ask at.
@@ -273,21 +271,24 @@ func (l *lineReader) read(ctx context.Context) (string, error) {
 	}
 }
 
-// approvalParts are a run's reviewer configuration (the flags over the
+// approvalParts are a run's reviewer configuration (the flags, else the
 // manifest's agent.review) and its approver at the terminal, each nil
 // when not asked for.
 func (o *runOptions) approvalParts(m *manifest.Manifest, main llm.Config, s stdio) (*llm.Config, agent.Approver, error) {
-	rm := o.Approval.Review
-	if m != nil && rm.Model == "" && rm.BaseURL == "" && rm.Provider == "" {
-		rm = app.ReviewModel{Model: m.Agent.Review.Model, BaseURL: m.Agent.Review.BaseURL, Provider: m.Agent.Review.Provider}
+	rf := o.Approval.Review
+	if rf == nil {
+		rf = &reviewFlags{}
 	}
-	review, err := rm.Config(main, o.Getenv)
+	if m != nil && rf.o == (app.ReviewOptions{}) {
+		rf = &reviewFlags{o: app.ReviewOptions{Model: m.Agent.Review.Model, BaseURL: m.Agent.Review.BaseURL, Provider: m.Agent.Review.Provider}}
+	}
+	base, err := rf.resolve(&main, o.Getenv)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, err
 	}
 	var approver agent.Approver
 	if o.Approval.Approve != agent.ApproveOff {
 		approver = newTermApprover(s, o.Getenv)
 	}
-	return review, approver, nil
+	return app.ReviewFor(base, ""), approver, nil
 }

@@ -49,7 +49,9 @@ type serveOptions struct {
 	Backend         string
 	AllowWeak       bool
 	ShutdownTimeout time.Duration
+	ApprovalTimeout time.Duration
 	Provider        *providerFlags
+	Review          *reviewFlags
 	Egress          ceilingFlags
 	Backends        *backendFlags
 	Getenv          func(string) string
@@ -93,7 +95,10 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	sizeVar(fs, &o.KernelMemory, "kernel-memory", boundMemory, "memory limit of each kernel over its life (default 512MiB)")
 	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	durationVar(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, boundShutdown, "how long running executions may take to finish at shutdown")
+	durationVar(fs, &o.ApprovalTimeout, "approval-timeout", 10*time.Minute, boundApproval,
+		"how long a run started with \"approve\" waits for each decision; then the program is rejected (expired)")
 	o.Provider = addProviderFlags(fs)
+	o.Review = addReviewFlags(fs)
 	o.Egress.register(fs)
 	if code, done := parseNoArgs(fs, args, s); done {
 		return code
@@ -177,7 +182,8 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
 		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm,
 		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle,
-		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes, Backend: o.Backend}
+		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes, Backend: o.Backend,
+		ApprovalTimeout: o.ApprovalTimeout}
 	if scfg.EgressResolve, err = o.Egress.resolveMap(); err != nil {
 		return err
 	}
@@ -192,6 +198,12 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		deps.Model = &cfg
 		deps.Secrets = []string{o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}
 		logger.Info("model", "provider", describeProvider(cfg))
+	}
+	if deps.Review, err = o.Review.resolve(deps.Model, o.Getenv); err != nil {
+		return err
+	}
+	if deps.Review != nil && deps.Review.Model != "" {
+		logger.Info("reviewer", "provider", describeProvider(*deps.Review))
 	}
 	st, err := openStore(ctx, dataDir)
 	if err != nil {
@@ -279,6 +291,9 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	}
 	return nil
 }
+
+// boundApproval bounds --approval-timeout.
+var boundApproval = durationBounds{min: time.Second, max: 24 * time.Hour}
 
 // tokenFileName is the file of the data directory holding the token of a
 // server without API keys while it runs.

@@ -177,7 +177,7 @@ async function follow(runID) {
   const ctrl = new AbortController();
   state.abort = ctrl;
   try {
-    const view = liveView();
+    const view = liveView(runID);
     await readEvents(await api("/v1/runs/" + runID + "/events", { signal: ctrl.signal }), (e) => onEvent(view, e));
     const run = await apiJSON("/v1/runs/" + runID);
     setStatus("run " + run.status);
@@ -350,7 +350,7 @@ $("upload-form").addEventListener("submit", guard(async () => {
 $("task-form").addEventListener("submit", guard(async () => {
   const task = $("task").value.trim();
   const run = await apiJSON("/v1/sessions/" + state.session.id + "/runs", { method: "POST",
-    headers: { "Content-Type": "application/json" }, body: JSON.stringify({ task, mode: $("mode").value }) });
+    headers: { "Content-Type": "application/json" }, body: JSON.stringify({ task, mode: $("mode").value, approve: $("approve").checked }) });
   $("artifacts").replaceChildren();
   follow(run.id);
 }));

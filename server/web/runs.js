@@ -23,8 +23,9 @@ function blobImage(blob, alt, urls) {
 }
 
 // A view is where one run is drawn: its attempts, its outcome and its files.
-const runView = (progress, outcome, artifacts) => ({ progress, outcome, artifacts });
-const liveView = () => runView($("progress"), $("outcome"), $("artifacts"));
+// live, for the run followed live, is its ID: its approvals get buttons.
+const runView = (progress, outcome, artifacts, live) => ({ progress, outcome, artifacts, live });
+const liveView = (runID) => runView($("progress"), $("outcome"), $("artifacts"), runID);
 
 function attemptItem(view, n, max) {
   let li = [...view.progress.children].find((c) => c.dataset.attempt === String(n));
@@ -112,6 +113,18 @@ function onEvent(view, e) {
       if (e.code) li.append(highlight(e.code, "python"));
       showResult(li, e.result || {}, "replayed", e.error_class);
       if (e.message) li.append(el("pre", "err", e.message));
+      break;
+    case "reviewed": {
+      const rv = e.review || {};
+      li.append(el("p", rv.approve ? "good" : "bad", "reviewer: " + (rv.approve ? "approved" : "rejected") +
+        ((rv.concerns || []).length ? ": " + rv.concerns.join("; ") : "")));
+      break;
+    }
+    case "approval_required":
+      if (e.approval) showApproval(li, e.approval, view.live);
+      break;
+    case "approval":
+      if (e.decision) showDecision(li, e.decision);
       break;
     case "verified":
       li.append(el("p", e.verdict && e.verdict.task_complete ? "good" : "bad",

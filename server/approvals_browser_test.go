@@ -1,0 +1,59 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/codeagent/codeagent/llm/llmtest"
+)
+
+// TestServeBrowserPageApprovals starts a run from the page with "Approve
+// each program" ticked; the page shows the first program with its buttons,
+// Reject with a reason sends the reason to the model, and the second
+// program, edited in the page and approved, is what runs. After each
+// decision the buttons go and the decision is shown.
+func TestServeBrowserPageApprovals(t *testing.T) {
+	const reason = "print the other greeting"
+	ts := newTestServer(t, testOptions{cfg: Config{LocalToken: testLocalToken}, replies: []llmtest.Reply{
+		pyReply("print('first greeting')\n"), pyReply("print('second greeting')\n"), llmtest.Say(verifyOK),
+	}})
+	s := ts.createSession(t, testLocalToken, "approvals")
+	p := openPage(t, ts)
+	p.open(s.Name)
+	p.do(chromedp.SetValue(chromedp.ID("task"), "Print a greeting"), chromedp.Click(chromedp.ID("approve")), chromedp.Click(chromedp.ID("run")))
+
+	first := `#progress .approval[data-approval="1"]`
+	p.poll("the first approval's buttons", `!!document.querySelector('`+first+` button.reject')`)
+	if !p.is(`document.querySelector('` + first + ` pre.code').textContent.includes("first greeting")`) {
+		t.Errorf("the first approval does not show the program: %s", p.state())
+	}
+	p.do(chromedp.SetValue(chromedp.CSS(first+" textarea.reason"), reason), chromedp.Click(chromedp.CSS(first+" button.reject")))
+	p.poll("the rejection shown", `(document.querySelector('`+first+` p.decision') || {}).textContent === "Rejected by anonymous: `+reason+`"`)
+	if p.is(`!!document.querySelector('` + first + ` .approval-controls')`) {
+		t.Error("the first approval's buttons stayed after the decision")
+	}
+
+	second := `#progress .approval[data-approval="2"]`
+	p.poll("the second approval's buttons", `!!document.querySelector('`+second+` button.edit-code')`)
+	if reqs := ts.model.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].Text(), reason) {
+		t.Fatalf("the model was not told the reason (%d requests)", len(reqs))
+	}
+	p.do(chromedp.Click(chromedp.CSS(second+" button.edit-code")),
+		chromedp.SetValue(chromedp.CSS(second+" textarea.edit"), "print('edited in the page')\n"),
+		chromedp.Click(chromedp.CSS(second+" button.approve")))
+	p.poll("the run's outcome", `document.getElementById("outcome").textContent.startsWith("Done") && !document.getElementById("run").disabled`)
+	for what, js := range map[string]string{
+		"the edited program's output": `[...document.querySelectorAll("#progress pre.out")].some((e) => e.textContent === "edited in the page\n")`,
+		"the approval shown":          `(document.querySelector('` + second + ` p.decision') || {}).textContent === "Approved by anonymous, with an edited program"`,
+		"no buttons left":             `document.querySelectorAll("#progress .approval-controls").length === 0`,
+	} {
+		if !p.is(js) {
+			t.Errorf("%s: %s; %s", what, js, p.state())
+		}
+	}
+	if runs := p.history(s.ID); len(runs) != 1 || runs[0].Status != runSucceeded {
+		t.Fatalf("runs: %+v", runs)
+	}
+}
