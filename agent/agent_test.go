@@ -88,6 +88,12 @@ var wires = []wire{
 // setupWire is setup with the fake server of w's protocol.
 func setupWire(t *testing.T, w wire, cfg Config, files map[string]string, replies ...llmtest.Reply) (*Agent, *llmtest.Server, *workspace.Workspace, *[]Event) {
 	t.Helper()
+	return setupWith(t, w, cfg, files, nil, replies...)
+}
+
+// setupWith is setupWire with more dependencies, which more sets.
+func setupWith(t *testing.T, w wire, cfg Config, files map[string]string, more func(*Deps), replies ...llmtest.Reply) (*Agent, *llmtest.Server, *workspace.Workspace, *[]Event) {
+	t.Helper()
 	sb, ck := realParts(t)
 	srv := w.newServer(t, replies...)
 	p, err := providers.New(llmtest.Config(w.provider, srv.BaseURL), nil, nil)
@@ -106,7 +112,11 @@ func setupWire(t *testing.T, w wire, cfg Config, files map[string]string, replie
 	var events []Event
 	var mu sync.Mutex
 	obs := ObserverFunc(func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() })
-	a, err := New(cfg, Deps{Provider: p, Sandbox: sb, Checker: ck, Observer: obs})
+	deps := Deps{Provider: p, Sandbox: sb, Checker: ck, Observer: obs}
+	if more != nil {
+		more(&deps)
+	}
+	a, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

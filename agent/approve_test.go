@@ -41,31 +41,15 @@ func (p *scriptedPerson) Approve(_ context.Context, req ApprovalRequest) (Decisi
 // reviewer model answering review.
 func approvalSetup(t *testing.T, cfg Config, person Approver, review []llmtest.Reply, replies ...llmtest.Reply) (*Agent, *llmtest.Server, *workspace.Workspace, *[]Event) {
 	t.Helper()
-	sb, ck := realParts(t)
-	srv := llmtest.NewOpenAIServer(t, replies...)
-	p, err := providers.New(llmtest.Config(llm.ProviderOpenAI, srv.BaseURL), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deps := Deps{Provider: p, Sandbox: sb, Checker: ck, Approver: person}
+	var reviewer llm.Provider
 	if review != nil {
 		rs := llmtest.NewOpenAIServer(t, review...)
-		if deps.Reviewer, err = providers.New(llmtest.Config(llm.ProviderOpenAI, rs.BaseURL), nil, nil); err != nil {
+		var err error
+		if reviewer, err = providers.New(llmtest.Config(llm.ProviderOpenAI, rs.BaseURL), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ws, err := workspace.New(filepath.Join(t.TempDir(), "ws"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events []Event
-	var mu sync.Mutex
-	deps.Observer = ObserverFunc(func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() })
-	a, err := New(cfg, deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, srv, ws, &events
+	return setupWith(t, wires[0], cfg, nil, func(d *Deps) { d.Approver, d.Reviewer = person, reviewer }, replies...)
 }
 
 func TestRejectedWithAReasonThenApproved(t *testing.T) {
