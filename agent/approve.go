@@ -239,6 +239,40 @@ func (r *run) gate(ctx context.Context, g gate) (gateVerdict, error) {
 	return gateVerdict{}, fmt.Errorf("approval: unknown decision %q", d.Decision)
 }
 
+// gateProgram passes a program attempt's code through gate: the code to
+// run (a person's edit, which the model is shown), or ok false with the
+// refusal fed back (or the checker's findings, when nobody is asked).
+func (r *run) gateProgram(ctx context.Context, n int, code string, findings []safety.Finding, at *Attempt) (string, bool, error) {
+	gv, err := r.gate(ctx, gate{n: n, phase: PhaseCode, lang: r.a.lang.Name, code: code, findings: findings, declares: true})
+	if err != nil {
+		return "", false, err
+	}
+	if !gv.run {
+		at.ErrorClass = gv.class
+		d := r.feedbackData(n)
+		d["Why"] = gv.why
+		r.say(render("rejected.txt", d))
+		r.fail(n, gv.class, "not run: "+gv.why)
+		return "", false, nil
+	}
+	if len(findings) > 0 && !r.approving() {
+		at.ErrorClass = ClassifyFindings(findings)
+		d := r.feedbackData(n)
+		d["Findings"] = findings
+		r.say(render("safety.txt", d))
+		r.fail(n, at.ErrorClass, "rejected by the checker: "+findings[0].Message)
+		return "", false, nil
+	}
+	if gv.edited {
+		code = gv.code
+		at.Code, at.Source = r.a.redact.String(code), code
+		r.res.Code, r.res.Source = at.Code, code
+		fence := r.a.lang.Name
+		r.msgs = append(r.msgs, r.user("The person supervising this run edited your program before it ran; this is what runs:\n```"+fence+"\n"+at.Code+"```"))
+	}
+	return code, true, nil
+}
+
 // StoppedError ends a run a person stopped at an approval.
 type StoppedError struct{ By, Reason string }
 

@@ -72,6 +72,20 @@ func (r *run) install(ctx context.Context, n int, code string, at *Attempt) (ok 
 	return false, nil
 }
 
+// installable names what a program may declare to be installed, or "".
+func (r *run) installable() string {
+	if in := r.a.deps.Installer; in != nil && r.a.lang.Name == "python" {
+		if _, ok := in.(PackageGranter); ok && r.approving() {
+			if a := in.Allowed(); a != "" {
+				return a + "; others when the person supervising the run approves"
+			}
+			return "any package, when the person supervising the run approves"
+		}
+		return in.Allowed()
+	}
+	return ""
+}
+
 // importHint is the hint for a failed import: how to declare a package
 // when an installer is there.
 func (r *run) importHint() string {

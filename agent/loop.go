@@ -120,20 +120,6 @@ func (r *run) systemData() map[string]any {
 	}
 }
 
-// installable names what a program may declare to be installed, or "".
-func (r *run) installable() string {
-	if in := r.a.deps.Installer; in != nil && r.a.lang.Name == "python" {
-		if _, ok := in.(PackageGranter); ok && r.approving() {
-			if a := in.Allowed(); a != "" {
-				return a + "; others when the person supervising the run approves"
-			}
-			return "any package, when the person supervising the run approves"
-		}
-		return in.Allowed()
-	}
-	return ""
-}
-
 // packages names what a program may use, per language, for the prompt.
 var packages = map[string]string{
 	"python":     "the Python standard library, pandas, numpy and matplotlib",
@@ -247,31 +233,9 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		return at, false, err
 	}
 	at.Check = findings
-	gv, err := r.gate(ctx, gate{n: n, phase: PhaseCode, lang: r.a.lang.Name, code: code, findings: findings, declares: true})
-	if err != nil {
+	code, pass, err := r.gateProgram(ctx, n, code, findings, &at)
+	if !pass || err != nil {
 		return at, false, err
-	}
-	if !gv.run {
-		at.ErrorClass = gv.class
-		d := r.feedbackData(n)
-		d["Why"] = gv.why
-		r.say(render("rejected.txt", d))
-		r.fail(n, gv.class, "not run: "+gv.why)
-		return at, false, nil
-	}
-	if len(findings) > 0 && !r.approving() {
-		at.ErrorClass = ClassifyFindings(findings)
-		d := r.feedbackData(n)
-		d["Findings"] = findings
-		r.say(render("safety.txt", d))
-		r.fail(n, at.ErrorClass, "rejected by the checker: "+findings[0].Message)
-		return at, false, nil
-	}
-	if gv.edited {
-		code = gv.code
-		at.Code, at.Source = r.a.redact.String(code), code
-		r.res.Code, r.res.Source = at.Code, code
-		r.msgs = append(r.msgs, r.user("The person supervising this run edited your program before it ran; this is what runs:\n```"+fence+"\n"+at.Code+"```"))
 	}
 	if ok, err := r.install(ctx, n, code, &at); !ok || err != nil {
 		return at, false, err
