@@ -195,6 +195,26 @@ func ownedByRoot(fi os.FileInfo) bool {
 	return ok && st.Uid == 0
 }
 
+// childPid waits for bwrap to fork the sandbox's first process and returns
+// its pid (on the host), which waits for the backend now (id maps,
+// --block-fd).
+func (l *launcher) childPid() (int, error) {
+	pid, err := readChildPid(l.infoR)
+	if err == nil && l.ownPidNS {
+		// bwrap reports the pid in its own PID namespace: the host's is
+		// that of its one child.
+		pid, err = childOf(l.cmd.Process.Pid)
+	}
+	if err == nil && afterFork != nil {
+		afterFork()
+	}
+	return pid, err
+}
+
+// afterFork, when set (by tests), runs once a sandbox's first process is
+// forked and waits for the backend.
+var afterFork func()
+
 // readChildPid reads the child's pid from bwrap's --info-fd report. bwrap
 // writes the rest of the report only once the user namespace is ready,
 // which with --userns-block-fd waits for us, so the pid is read as soon as

@@ -37,6 +37,7 @@ type launcher struct {
 	moved      chan struct{} // closed when the move into cg is done
 	moveErr    error
 	closed     bool
+	ownPidNS   bool          // bwrap is the first process of a PID namespace of its own
 	live       *atomic.Int64 // the backend's count of cgroups not yet removed
 
 	// upper is the launcher's upper file system when workspaces are
@@ -157,6 +158,15 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 		// of its own, then the backend's own uid.
 		id := uint32(l.uid)
 		l.cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}
+		// bwrap as the first process of a PID namespace of its own, so
+		// that when it dies (with the backend, PR_SET_PDEATHSIG) the
+		// kernel ends every process it forked, whatever state they are
+		// in. The sandbox's first process gets its own --die-with-parent
+		// only late in its setup: before that, while it waits for the id
+		// maps, it would outlive a launcher killed with the backend and
+		// wait forever, re-parented to init. See childPid.
+		l.cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
+		l.ownPidNS = true
 		l.endThread, err = b.startInMinimalRoot(l.cmd)
 	} else {
 		err = startOnForkThread(l.cmd)

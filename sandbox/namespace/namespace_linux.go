@@ -266,7 +266,7 @@ func (r *run) execute(ctx context.Context) (sandbox.Result, error) {
 	tmp := r.b.tmpFilesFor(r.spec)
 	l.start(bwrapOptions(r.b.layout, r.spec, r.lim, source, r.b.asRoot(), tmp, binds), r.b.seccomp, r.spec.Files, tmp, r.spec.Stdin)
 
-	childPid, err := readChildPid(l.infoR)
+	childPid, err := l.childPid()
 	if err == nil {
 		// The process waits for us now (id maps, --block-fd), so the pid
 		// is still its own.

@@ -150,7 +150,7 @@ func (b *Backend) startWarm() (*warmInterp, error) {
 	// is mounted over it.
 	tmp := b.tmpFilesFor(spec)
 	l.start(bwrapOptions(b.layout, spec, lim, b.mnt+"/empty", true, tmp, nil), b.seccomp, spec.Files, tmp, pr)
-	childPid, err := readChildPid(l.infoR)
+	childPid, err := l.childPid()
 	if err != nil {
 		return fail(err)
 	}
