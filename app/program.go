@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"io"
 	"maps"
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -46,7 +48,20 @@ func (p Program) Spec(dir string) sandbox.Spec {
 	}
 	maps.Copy(env, p.Env)
 	return sandbox.Spec{Command: append(p.Lang.Command(path), p.Args...), Workspace: dir, Files: []sandbox.File{{Path: path, Data: p.Code}},
-		Env: env, Stdin: p.Stdin, Limits: p.Limits, Network: p.Network}
+		Env: env, Stdin: p.Stdin, Limits: p.Limits, Network: p.Network, Imports: p.imports()}
+}
+
+// imports is the hint Spec.Imports for a Python program: what it imports
+// by itself, nil when that cannot be known (or for another language).
+func (p Program) imports() []string {
+	if p.Lang.Name != "python" {
+		return nil
+	}
+	mods, known := safety.PythonImports(context.Background(), p.Code)
+	if !known {
+		return nil
+	}
+	return mods
 }
 
 // ProgramLanguage is the language of a client's program, named by any

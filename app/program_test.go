@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,22 @@ func TestProgramSpec(t *testing.T) {
 	named := Program{Lang: py, Name: "tool.py"}.Spec("/ws")
 	if named.Files[0].Path != "/code/tool.py" {
 		t.Errorf("named program at %s", named.Files[0].Path)
+	}
+	// The imports hint every door's Python program carries (which lets
+	// the namespace backend keep warm interpreters for the programs that
+	// use them): known, unknown, and none for another language.
+	if got := (Program{Lang: py, Code: []byte("import pandas as pd\nimport json\n")}.Spec("/ws")).Imports; !slices.Equal(got, []string{"json", "pandas"}) {
+		t.Errorf("imports = %q, want json and pandas", got)
+	}
+	if got := spec.Imports; got == nil || len(got) != 0 {
+		t.Errorf("imports of print(1) = %#v, want none (known)", got)
+	}
+	if got := (Program{Lang: py, Code: []byte("__import__('pandas')")}.Spec("/ws")).Imports; got != nil {
+		t.Errorf("imports of a dynamic import = %q, want unknown (nil)", got)
+	}
+	sh, _ := ProgramLanguage("bash", "echo")
+	if got := (Program{Lang: sh, Code: []byte("echo import pandas")}.Spec("/ws")).Imports; got != nil {
+		t.Errorf("imports of a bash script = %q, want unknown (nil)", got)
 	}
 }
 

@@ -91,6 +91,13 @@ type Spec struct {
 	// is set by the egress layer (see Gateway).
 	Network *Network
 	Gateway Gateway
+	// Imports, when not nil, are the top-level modules the program
+	// imports by itself, as its caller read them from its source (see
+	// safety.PythonImports); nil means unknown. A hint for how to start
+	// the program, never a limit on what it may import: the namespace
+	// backend gives a warm interpreter (one that imported pandas, numpy
+	// and matplotlib ahead) only to a program that may use it.
+	Imports []string
 }
 
 // Bind is a host directory shown read-only inside the sandbox.

@@ -32,7 +32,7 @@ var (
 
 // mcpBinary builds codeagent once per test process, into the test data
 // directory that TestMain removes.
-func mcpBinary(t *testing.T) string {
+func mcpBinary(t testing.TB) string {
 	t.Helper()
 	mcpBinOnce.Do(func() {
 		mcpBin = filepath.Join(os.Getenv("XDG_DATA_HOME"), "mcp-bin", "codeagent")

@@ -228,7 +228,7 @@ func deathHelper(t *testing.T) {
 				_ = os.Mkdir(ws, 0o755)
 				_ = os.WriteFile(filepath.Join(ws, "main.py"), []byte(code), 0o644)
 				for {
-					_, _ = b.Run(context.Background(), sandbox.Spec{Command: []string{"python3", "main.py"}, Workspace: ws})
+					_, _ = b.Run(context.Background(), sandbox.Spec{Command: []string{"python3", "/workspace/main.py"}, Workspace: ws})
 				}
 			})
 		}

@@ -30,7 +30,8 @@ func startupVar(k string) bool {
 
 // Args returns the interpreter's arguments when spec can run in a warm
 // interpreter: python3 FILE, -m MODULE or -c CODE with arguments; no
-// network (a warm sandbox has none); every file below /code; limits that
+// network (a warm sandbox has none); imports that may use the stack (see
+// Helps); every file below /code; limits that
 // leave room for the preloaded stack; and the environment a warm
 // interpreter started with where it matters. environ is the backend's
 // complete environment of a program whose Spec.Env is env (its defaults
@@ -39,6 +40,9 @@ func startupVar(k string) bool {
 func Args(spec sandbox.Spec, lim sandbox.Limits, environ func(env map[string]string) []string) ([]string, bool) {
 	if spec.Network != nil || spec.Gateway != nil || len(spec.Binds) > 0 {
 		return nil, false // a warm sandbox has no network, nor binds
+	}
+	if !Helps(spec.Imports) {
+		return nil, false
 	}
 	c := spec.Command
 	if len(c) < 2 || c[0] != "python3" {

@@ -1,6 +1,8 @@
 package warm
 
 import (
+	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -48,6 +50,11 @@ func TestArgs(t *testing.T) {
 		{name: "Module", spec: sandbox.Spec{Command: []string{"python3", "-m", "pkg.main", "x"}}, want: []string{"-m", "pkg.main", "x"}},
 		{name: "Code", spec: sandbox.Spec{Command: []string{"python3", "-c", "print(1)"}}, want: []string{"-c", "print(1)"}},
 		{name: "OtherEnvironment", spec: sandbox.Spec{Command: []string{"python3", "-c", "1"}, Env: with(map[string]string{"GREETING": "hi"})}, want: []string{"-c", "1"}},
+		{name: "ImportsTheStack", spec: sandbox.Spec{Command: []string{"python3", "/code/main.py"}, Files: code, Imports: []string{"json", "pandas"}}, want: []string{"/code/main.py"}},
+		{name: "ImportsALocalModule", spec: sandbox.Spec{Command: []string{"python3", "/code/main.py"}, Files: code, Imports: []string{"helpers"}}, want: []string{"/code/main.py"}},
+		{name: "ImportsUnknown", spec: sandbox.Spec{Command: []string{"python3", "/code/main.py"}, Files: code, Imports: nil}, want: []string{"/code/main.py"}},
+		{name: "ImportsOnlyTheStandardLibrary", spec: sandbox.Spec{Command: []string{"python3", "/code/main.py"}, Files: code, Imports: []string{"json", "os"}}},
+		{name: "ImportsNothing", spec: sandbox.Spec{Command: []string{"python3", "/code/main.py"}, Files: code, Imports: []string{}}},
 		{name: "ModuleWithoutName", spec: sandbox.Spec{Command: []string{"python3", "-m"}}},
 		{name: "CodeWithoutCode", spec: sandbox.Spec{Command: []string{"python3", "-c"}}},
 		{name: "Interactive", spec: sandbox.Spec{Command: []string{"python3"}}},
@@ -102,5 +109,22 @@ func TestStartupVar(t *testing.T) {
 func TestLeavesRoom(t *testing.T) {
 	if !LeavesRoom(90<<20, 256<<20) || !LeavesRoom(192<<20, 256<<20) || LeavesRoom(192<<20+1, 256<<20) {
 		t.Fatal("the interpreter may hold up to three quarters of the memory limit")
+	}
+}
+
+// TestStdlibIsThePythonOfTheSandbox: the list Helps reads is the standard
+// library of the python3 the sandbox runs, when that is the Python it was
+// taken from.
+func TestStdlibIsThePythonOfTheSandbox(t *testing.T) {
+	out, err := exec.Command("/usr/bin/python3", "-c", "import sys; print(sys.version_info[:2] == (3, 11)); print(' '.join(sorted(sys.stdlib_module_names)))").Output()
+	if err != nil {
+		t.Skip("no /usr/bin/python3:", err)
+	}
+	first, rest, _ := strings.Cut(string(out), "\n")
+	if first != "True" {
+		t.Skip("/usr/bin/python3 is not Python 3.11: regenerate stdlib.txt from it")
+	}
+	if got, want := strings.Fields(stdlibText), strings.Fields(rest); !slices.Equal(got, want) {
+		t.Errorf("stdlib.txt differs from /usr/bin/python3's sys.stdlib_module_names (%d names, want %d)", len(got), len(want))
 	}
 }
