@@ -214,6 +214,45 @@ func (e *Executions) WriteMetrics(w io.Writer) {
 		Header(w, g.name, "gauge", g.help)
 		fmt.Fprintf(w, "%s %d\n", g.name, g.v)
 	}
+	writePoolMetrics(w, e.backend)
+}
+
+// writePoolMetrics writes the state of the pools of sandboxes the backend
+// keeps started ahead (sandbox.Pools), when it keeps any.
+func writePoolMetrics(w io.Writer, sb sandbox.Sandbox) {
+	var pools []sandbox.PoolStats
+	for sb != nil {
+		if p, ok := sb.(sandbox.Pools); ok {
+			pools = p.PoolStats()
+			break
+		}
+		u, ok := sb.(interface{ Unwrap() sandbox.Sandbox })
+		if !ok {
+			break
+		}
+		sb = u.Unwrap()
+	}
+	if len(pools) == 0 {
+		return
+	}
+	for _, m := range []struct {
+		name, typ, help string
+		v               func(p sandbox.PoolStats) string
+	}{
+		{"codeagent_pool_size", "gauge", "The most sandboxes a pool keeps started ahead (pool: sandbox, python).", func(p sandbox.PoolStats) string { return strconv.Itoa(p.Size) }},
+		{"codeagent_pool_target", "gauge", "What a pool keeps ready now, for the recent demand.", func(p sandbox.PoolStats) string { return strconv.Itoa(p.Target) }},
+		{"codeagent_pool_ready", "gauge", "Sandboxes ready in a pool.", func(p sandbox.PoolStats) string { return strconv.Itoa(p.Ready) }},
+		{"codeagent_pool_starting", "gauge", "Sandboxes a pool is starting.", func(p sandbox.PoolStats) string { return strconv.Itoa(p.Starting) }},
+		{"codeagent_pool_hits_total", "counter", "Executions that found a sandbox of the pool ready.", func(p sandbox.PoolStats) string { return strconv.FormatUint(p.Hits, 10) }},
+		{"codeagent_pool_misses_total", "counter", "Executions that found none and started one on demand (or ran cold).", func(p sandbox.PoolStats) string { return strconv.FormatUint(p.Misses, 10) }},
+		{"codeagent_pool_refills_total", "counter", "Sandboxes a pool started ahead.", func(p sandbox.PoolStats) string { return strconv.FormatUint(p.Refills, 10) }},
+		{"codeagent_pool_refill_cpu_seconds_total", "counter", "CPU time the sandboxes of a pool used to start, where measured.", func(p sandbox.PoolStats) string { return fmtFloat(p.RefillCPU.Seconds()) }},
+	} {
+		Header(w, m.name, m.typ, m.help)
+		for _, p := range pools {
+			fmt.Fprintf(w, "%s{pool=%q} %s\n", m.name, p.Pool, m.v(p))
+		}
+	}
 }
 
 // Header writes a metric's HELP and TYPE lines.

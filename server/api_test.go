@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -185,7 +187,7 @@ func TestServeHealthMetricsOpenAPIAndPage(t *testing.T) {
 	resp, b := ts.do(t, "GET", "/metrics", "", nil)
 	for _, want := range []string{`codeagent_executions_total{source="exec",status="ok"} 1`,
 		`codeagent_execution_duration_seconds_count{source="exec"} 1`, "codeagent_exec_queue_waiting 0",
-		"codeagent_exec_workers ", `codeagent_model_tokens_total{direction="input"} 0`, "codeagent_sandbox_pool_size 0"} {
+		"codeagent_exec_workers ", `codeagent_model_tokens_total{direction="input"} 0`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b)
 		}
@@ -255,5 +257,35 @@ func TestServeSessionNamesUnique(t *testing.T) {
 			t.Fatalf("session name %q given twice or malformed; so far %v", s.Name, names)
 		}
 		names[s.Name] = true
+	}
+}
+
+// TestMetricsReportPools: /metrics reports the pools of sandboxes started
+// ahead, and a program of the standard library alone does not ask the
+// warm interpreters' pool while a pandas program does.
+func TestMetricsReportPools(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("warm interpreters need root")
+	}
+	ts := newTestServer(t, testOptions{noModel: true, warm: 1, warmPython: 1})
+	ts.json(t, "POST", "/v1/exec", "", map[string]any{"language": "python", "code": "import json\nprint(json.dumps(1))"}, 200, nil)
+	python := func() (hits, misses int) {
+		_, b := ts.do(t, "GET", "/metrics", "", nil)
+		for _, want := range []string{`codeagent_pool_ready{pool="sandbox"} `, `codeagent_pool_size{pool="python"} 1`,
+			`codeagent_pool_refill_cpu_seconds_total{pool="python"} `} {
+			if !strings.Contains(string(b), want) {
+				t.Fatalf("metrics lack %q:\n%s", want, b)
+			}
+		}
+		fmt.Sscanf(string(b[strings.Index(string(b), `codeagent_pool_hits_total{pool="python"}`):]), `codeagent_pool_hits_total{pool="python"} %d`, &hits)
+		fmt.Sscanf(string(b[strings.Index(string(b), `codeagent_pool_misses_total{pool="python"}`):]), `codeagent_pool_misses_total{pool="python"} %d`, &misses)
+		return hits, misses
+	}
+	if h, m := python(); h+m != 0 {
+		t.Fatalf("a program of the standard library asked the warm interpreters' pool (%d hits, %d misses)", h, m)
+	}
+	ts.json(t, "POST", "/v1/exec", "", map[string]any{"language": "python", "code": "import pandas\nprint(pandas.__name__)"}, 200, nil)
+	if h, m := python(); h+m != 1 {
+		t.Fatalf("a pandas program asked the warm interpreters' pool %d times, want once", h+m)
 	}
 }

@@ -62,7 +62,6 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		name, help string
 		v          int
 	}{
-		{"codeagent_sandbox_pool_size", "Sandboxes the backend keeps started ahead.", s.cfg.Warm},
 		{"codeagent_runs_active", "Agent runs under way.", active},
 	}
 	for _, g := range gauges {

@@ -80,8 +80,6 @@ type Config struct {
 	RunExecsPerMinute int
 	// MaxIterations is a run's default attempt budget (default 5).
 	MaxIterations int
-	// Warm is the sandbox pool size, reported in the metrics.
-	Warm int
 	// KernelLimits bound each session's kernel over its life (zero
 	// fields take the kernel package's DefaultLimits); MaxKernels caps the live
 	// kernels (default 4 per CPU: then the least recently used idle one is

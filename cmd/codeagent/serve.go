@@ -88,8 +88,9 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
 	fs.Float64Var(&o.Rate, "rate", 20, "requests per second per API key (bursts of 5 s)")
 	fs.IntVar(&o.Warm, "warm", 2, "sandboxes kept started ahead")
-	fs.IntVar(&o.WarmPython, "warm-python", 2, "warm interpreters kept: sandboxes whose Python imported pandas, numpy and matplotlib\n"+
-		"(namespace backend as root; about 90 MB each)")
+	fs.IntVar(&o.WarmPython, "warm-python", -1, "most warm interpreters kept: sandboxes whose Python imported pandas, numpy and matplotlib,\n"+
+		"for programs that import more than the standard library; as many as the last minute asked for, at least 1\n"+
+		"(namespace backend as root; about 90 MB each; default -1: one per CPU within 1/16 of the available memory)")
 	fs.IntVar(&o.MaxKernels, "max-kernels", 0, "live kernels at most; then the least recently used idle one is ended (default 4 × CPUs)")
 	durationVar(fs, &o.KernelIdle, "kernel-idle-timeout", kernel.DefaultIdleTimeout, boundProgramTime, "end a kernel that ran no cell for this long")
 	sizeVar(fs, &o.KernelMemory, "kernel-memory", boundMemory, "memory limit of each kernel over its life (default 512MiB)")
@@ -180,7 +181,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	defer lock.release()
 	scfg := server.Config{DataDir: dataDir, Keys: keys, LocalToken: token, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
 		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
-		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)), Warm: o.Warm,
+		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)),
 		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle,
 		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes, Backend: o.Backend,
 		ApprovalTimeout: o.ApprovalTimeout}

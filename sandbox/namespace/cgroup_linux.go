@@ -41,6 +41,23 @@ type cgroupLimits struct {
 	Memory int64   // bytes, socket buffers included
 	Pids   int     // processes and threads
 	CPUs   float64 // cores of CPU bandwidth (CFS quota)
+	// Weight is the group's share of CPU time against its siblings when
+	// they compete, on cgroup v2's scale (1-10000); 0 is the default,
+	// 100. Warm-ups run at warmUpWeight, behind every execution.
+	Weight int
+}
+
+// warmUpWeight is the CPU weight of a sandbox started ahead while it
+// starts (a warm interpreter importing its stack): it gets the CPU the
+// executions leave.
+const warmUpWeight = 1
+
+// cpuWeight is lim's Weight, the default for 0.
+func (lim cgroupLimits) cpuWeight() int {
+	if lim.Weight <= 0 {
+		return 100
+	}
+	return min(lim.Weight, 10000)
 }
 
 // cfsPeriod is the CFS bandwidth period, in microseconds; the quota is

@@ -168,6 +168,10 @@ func (r *v1Run) SetLimits(lim cgroupLimits) error {
 	if err := writeFile(filepath.Join(cpu, "cpu.cfs_quota_us"), strconv.FormatInt(cfsQuota(lim.CPUs), 10)); err != nil {
 		return fmt.Errorf("set CPU quota: %w", err)
 	}
+	// cpu.shares: 1024 is v1's default as 100 is v2's; 2 its least.
+	if err := writeFile(filepath.Join(cpu, "cpu.shares"), strconv.Itoa(max(2, lim.cpuWeight()*1024/100))); err != nil {
+		return fmt.Errorf("set CPU weight: %w", err)
+	}
 	return nil
 }
 

@@ -71,13 +71,15 @@ func (c *cgroupV2) New(lim cgroupLimits) (runCgroup, error) {
 type v2Run struct{ id, dir string }
 
 // SetLimits sets memory.max, which counts socket buffers too (unless the
-// host boots with cgroup.memory=nosocket), the process limit and cpu.max.
+// host boots with cgroup.memory=nosocket), the process limit, cpu.max and
+// cpu.weight.
 func (r *v2Run) SetLimits(lim cgroupLimits) error {
 	for _, kv := range [][2]string{
 		{"memory.max", strconv.FormatInt(lim.Memory, 10)},
 		{"memory.swap.max", "0"}, // absent without swap accounting
 		{"pids.max", strconv.Itoa(lim.Pids)},
 		{"cpu.max", strconv.FormatInt(cfsQuota(lim.CPUs), 10) + " " + strconv.Itoa(cfsPeriod)},
+		{"cpu.weight", strconv.Itoa(lim.cpuWeight())},
 	} {
 		if err := writeFile(filepath.Join(r.dir, kv[0]), kv[1]); err != nil && kv[0] != "memory.swap.max" {
 			return fmt.Errorf("set %s: %w", kv[0], err)

@@ -29,13 +29,19 @@ type Config struct {
 	// last (see launcher). 0 starts each on demand, which suits a single
 	// execution; long-lived callers such as the agent or a server want 2.
 	Warm int
-	// WarmPython is how many warm interpreters to keep: sandboxes set up
+	// WarmPython is the most warm interpreters to keep: sandboxes set up
 	// ahead whose python3 has imported pandas, numpy and matplotlib,
 	// each used by one Python program and then destroyed (see package
 	// internal/warm and warm_linux.go). Only when running as root with
 	// cgroups; elsewhere, and for programs that do not fit (another
 	// interpreter, command or startup environment, a memory limit under
-	// 192 MiB), programs run cold. Each costs about 90 MB while it waits.
+	// 192 MiB), programs run cold; so do programs whose Spec.Imports say
+	// they use only Python's standard library. The pool keeps ready as
+	// many as were asked for in the last minute (at least one, at most
+	// WarmPython), starts them at the lowest CPU weight, and shrinks back
+	// to one when idle. Negative sizes the pool to the machine (one per
+	// CPU, within a sixteenth of the available memory). Each costs about
+	// 90 MB while it waits.
 	WarmPython int
 	// PlainWorkspace binds the workspace itself into the sandbox even when
 	// codeagent runs as root, as it does for an ordinary user: the disk

@@ -51,6 +51,7 @@ type Backend struct {
 	closed      bool
 	pool        []*launcher // warm launchers for poolKey
 	poolKey     string
+	poolStats   sandbox.PoolStats // the warm launchers' counters
 	starting    int
 	lastLimits  sandbox.Limits        // of the latest run, for upper layers made ahead
 	running     map[*upperFS]struct{} // upper layers of runs under way
@@ -142,8 +143,8 @@ func New(cfg Config) (*Backend, error) {
 		}
 	})
 	b.mpl = b.prepareMplCache(etcBase)
-	if cfg.WarmPython > 0 && b.asRoot() && b.cgroups != nil {
-		b.warm = newWarmPool(b, cfg.WarmPython)
+	if n := warmPythonSize(cfg.WarmPython); n > 0 && b.asRoot() && b.cgroups != nil {
+		b.warm = newWarmPool(b, n)
 	}
 	return b, nil
 }

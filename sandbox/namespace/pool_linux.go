@@ -23,6 +23,9 @@ func (b *Backend) launcher(spec sandbox.Spec) (*launcher, error) {
 	if b.poolKey == key && len(b.pool) > 0 {
 		l = b.pool[0]
 		b.pool = b.pool[1:]
+		b.poolStats.Hits++
+	} else {
+		b.poolStats.Misses++
 	}
 	var stale []*launcher
 	if b.poolKey != key {
@@ -67,6 +70,7 @@ func (b *Backend) refill(spec sandbox.Spec) {
 		full := b.closed || b.poolKey != key || len(b.pool)+b.starting >= b.cfg.Warm
 		if !full {
 			b.starting++
+			b.poolStats.Refills++
 		}
 		b.mu.Unlock()
 		if full {
@@ -89,6 +93,25 @@ func (b *Backend) refill(spec sandbox.Spec) {
 			return
 		}
 	}
+}
+
+// PoolStats implements sandbox.Pools: the warm launchers (Config.Warm)
+// and the warm interpreters (Config.WarmPython), those in use.
+func (b *Backend) PoolStats() []sandbox.PoolStats {
+	var out []sandbox.PoolStats
+	if b.cfg.Warm > 0 {
+		b.mu.Lock()
+		s := b.poolStats
+		s.Pool, s.Size, s.Target, s.Ready, s.Starting = "sandbox", b.cfg.Warm, b.cfg.Warm, len(b.pool), b.starting
+		b.mu.Unlock()
+		out = append(out, s)
+	}
+	if b.warm != nil {
+		w := b.warm.Stats()
+		out = append(out, sandbox.PoolStats{Pool: "python", Size: w.Size, Target: w.Target, Ready: w.Ready, Starting: w.Starting,
+			Hits: w.Hits, Misses: w.Misses, Refills: w.Refills, RefillCPU: w.RefillCPU})
+	}
+	return out
 }
 
 // Close stops the warm launchers and removes the backend's files. The

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -51,7 +52,11 @@ type warmInterp struct {
 	stdin    *io.PipeWriter // the request, then the program's stdin
 	exited   chan struct{}  // closed when bwrap has exited
 	waitErr  error
+	startCPU time.Duration // the CPU time the imports used
 }
+
+// StartCPU implements warm.Interp.
+func (w *warmInterp) StartCPU() time.Duration { return w.startCPU }
 
 var _ warm.Interp = (*warmInterp)(nil)
 
@@ -87,6 +92,31 @@ type warmPool = warm.Pool[*warmInterp]
 // newWarmPool returns the pool of Config.WarmPython interpreters.
 func newWarmPool(b *Backend, size int) *warmPool {
 	return warm.NewPool(warm.PoolConfig[*warmInterp]{Size: size, Start: b.startWarm, Background: b.background, Log: b.log})
+}
+
+// warmPythonSize is Config.WarmPython, sized to the machine when negative
+// (warm.SizeFor).
+func warmPythonSize(n int) int {
+	if n >= 0 {
+		return n
+	}
+	return warm.SizeFor(runtime.NumCPU(), memAvailable())
+}
+
+// memAvailable is the kernel's estimate of the memory available for new
+// work (MemAvailable in /proc/meminfo), 0 when unknown.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // setWarmRlimits bounds the warm-up of pid by lim's soft limits but keeps
@@ -142,7 +172,11 @@ func (b *Backend) startWarm() (*warmInterp, error) {
 		return nil, err
 	}
 	if l.cg != nil {
-		if err := l.cg.SetLimits(cgroupLimitsOf(lim)); err != nil {
+		// The imports run behind every execution (the execution's limits
+		// restore the default weight, see executeWarm).
+		cl := cgroupLimitsOf(lim)
+		cl.Weight = warmUpWeight
+		if err := l.cg.SetLimits(cl); err != nil {
 			return fail(err)
 		}
 	}
@@ -184,6 +218,9 @@ func (b *Backend) startWarm() (*warmInterp, error) {
 	if w.progPid, err = childOf(childPid); err != nil {
 		w.Discard()
 		return nil, err
+	}
+	if l.cg != nil {
+		w.startCPU = l.cg.Stats().CPUTime
 	}
 	return w, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 	"github.com/codeagent/codeagent/sandbox/namespace/internal/warm"
 	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
@@ -325,4 +326,91 @@ open('made.txt', 'w').write('x')
 			}
 		}
 	})
+}
+
+// TestWarmOnlyForProgramsThatMayUseIt: with an interpreter ready, a
+// program whose caller says it imports only the standard library runs
+// cold and leaves the interpreter in the pool; one that imports pandas
+// takes it.
+func TestWarmOnlyForProgramsThatMayUseIt(t *testing.T) {
+	b := newWarmBackend(t, 1)
+	b.warm.Fill()
+	b.quiesce()
+	run := func(code string, imports []string) {
+		t.Helper()
+		res, err := b.Run(context.Background(), sandbox.Spec{Command: []string{"python3", "/code/main.py"}, Workspace: t.TempDir(),
+			Files: []sandbox.File{{Path: "/code/main.py", Data: []byte(code)}}, Env: warm.Env(), Imports: imports})
+		if err != nil || res.Status != sandbox.StatusOK {
+			t.Fatalf("run: %v %s %s", err, res.Status, res.Stderr)
+		}
+	}
+	run("import json\nprint(json.dumps(1))", []string{"json"})
+	if n := b.WarmRuns(); n != 0 {
+		t.Fatalf("a program of the standard library only ran warm (%d warm runs)", n)
+	}
+	if got := b.warm.Stats().Ready; got != 1 {
+		t.Fatalf("%d interpreters ready after a cold run, want the 1 kept", got)
+	}
+	run("import pandas\nprint(pandas.__name__)", []string{"pandas"})
+	if n := b.WarmRuns(); n != 1 {
+		t.Fatalf("a pandas program ran cold (%d warm runs)", n)
+	}
+}
+
+// TestWarmUpRunsBehindExecutions: a warm interpreter imports its stack at
+// the lowest CPU weight, and the program it then runs has the default
+// weight back.
+func TestWarmUpRunsBehindExecutions(t *testing.T) {
+	newWarmBackend(t, 1)      // skips without warm interpreters
+	const uid = 3_100_000_000 // the backend's sandboxes alone run as these
+	b, err := New(Config{WarmPython: 1, HostUID: uid})
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	b.warm.Fill()
+	b.quiesce()
+	for deadline := time.Now().Add(30 * time.Second); b.warm.Stats().Ready == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	}
+	if got, want := cpuWeightOf(t, uid), "low"; got != want {
+		t.Fatalf("a ready interpreter's weight is %s, want %s", got, want)
+	}
+	var during string
+	res, err := b.Run(context.Background(), sandbox.Spec{Command: []string{"python3", "/code/main.py"}, Workspace: t.TempDir(),
+		Files: []sandbox.File{{Path: "/code/main.py", Data: []byte("import sys\nsys.stdin.read()")}}, Env: warm.Env(),
+		Imports: []string{"pandas"}, Stdin: strings.NewReader(""),
+		Started: func(sandbox.Running) { during = cpuWeightOf(t, uid) }})
+	if err != nil || res.Status != sandbox.StatusOK || b.WarmRuns() != 1 {
+		t.Fatalf("run: %v %s %s (warm runs %d)", err, res.Status, res.Stderr, b.WarmRuns())
+	}
+	if during != "default" {
+		t.Fatalf("the program ran at CPU weight %s, want default", during)
+	}
+}
+
+// cpuWeightOf reads the CPU weight of the cgroup of a process running as
+// a uid of [uid, uid+HostUIDCount): "low", "default" or the value read.
+func cpuWeightOf(t *testing.T, uid int) string {
+	t.Helper()
+	procs := processesOfUIDs(uid, backendkit.HostUIDCount)
+	if len(procs) == 0 {
+		t.Fatal("no process of the sandbox")
+	}
+	cgs, err := procCgroups(strings.Fields(procs[0])[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, names := filepath.Join("/sys/fs/cgroup", cgs[""], "cpu.weight"), map[string]string{"1": "low", "100": "default"}
+	if p, ok := cgs["cpu"]; ok { // v1
+		file, names = filepath.Join("/sys/fs/cgroup/cpu", p, "cpu.shares"), map[string]string{"10": "low", "1024": "default"}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.TrimSpace(string(b))
+	if name, ok := names[v]; ok {
+		return name
+	}
+	return v
 }
