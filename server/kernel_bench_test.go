@@ -124,8 +124,15 @@ func BenchmarkExecPandas(b *testing.B) {
 
 // warmRuns is how many executions of ts's backend ran warm.
 func warmRuns(ts *testServer) int64 {
-	if w, ok := ts.sb.(interface{ WarmRuns() int64 }); ok {
-		return w.WarmRuns()
+	for sb := ts.sb; sb != nil; {
+		if w, ok := sb.(interface{ WarmRuns() int64 }); ok {
+			return w.WarmRuns()
+		}
+		u, ok := sb.(interface{ Unwrap() sandbox.Sandbox }) // the egress layer
+		if !ok {
+			break
+		}
+		sb = u.Unwrap()
 	}
 	return 0
 }

@@ -34,8 +34,9 @@ type Interp interface {
 type PoolConfig[T Interp] struct {
 	// Size is the most interpreters kept ready (see SizeFor).
 	Size int
-	// Starting is the most interpreters started at once; 0 is half the
-	// CPUs, at least one. Each start costs most of a second of CPU.
+	// Starting is the most interpreters started at once; 0 is one per
+	// CPU. Each start costs most of a second of CPU, at a weight that
+	// yields it to executions.
 	Starting int
 	// Start starts an interpreter and returns it once it has imported
 	// the stack (see AwaitReady). The backend runs the start at a lower
@@ -92,7 +93,7 @@ func NewPool[T Interp](cfg PoolConfig[T]) *Pool[T] {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Starting <= 0 {
-		cfg.Starting = max(1, runtime.NumCPU()/2)
+		cfg.Starting = max(1, runtime.NumCPU())
 	}
 	return &Pool[T]{cfg: cfg, now: time.Now}
 }
