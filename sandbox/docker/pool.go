@@ -193,3 +193,11 @@ func (p *pool) close() error {
 // wait blocks until background creations and removals are done (tests and
 // benchmarks use it to keep them out of measurements).
 func (p *pool) wait() { p.wp.Wait() }
+
+// PoolStats implements sandbox.Pools: the containers started ahead.
+func (b *Backend) PoolStats() []sandbox.PoolStats {
+	if b.pool == nil || b.cfg.Warm <= 0 {
+		return nil
+	}
+	return []sandbox.PoolStats{b.pool.wp.Stats()}
+}

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/warmpool"
 )
 
@@ -121,3 +122,11 @@ func (p *pool) close() error {
 }
 
 func (p *pool) wait() { p.wp.Wait() }
+
+// PoolStats implements sandbox.Pools: the Pods started ahead.
+func (b *Backend) PoolStats() []sandbox.PoolStats {
+	if b.pool == nil || b.cfg.Warm <= 0 {
+		return nil
+	}
+	return []sandbox.PoolStats{b.pool.wp.Stats()}
+}

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // ErrClosed is returned by Take after Close.
@@ -41,6 +43,8 @@ type Pool[C, B any] struct {
 	classes map[string]*class[C, B]
 	closed  bool
 	bg      sync.WaitGroup // creations and removals under way
+	// counters for Stats
+	hits, misses, refills uint64
 }
 
 type class[C, B any] struct {
@@ -114,6 +118,11 @@ func (p *Pool[C, B]) Take(c C, usable func(B) bool, refill bool) (bx B, ok bool,
 			p.destroyLater(bx)
 		}
 	}
+	if ok {
+		p.hits++
+	} else {
+		p.misses++
+	}
 	wc.failures = 0
 	if refill {
 		p.refillLocked(p.cfg.Key(c))
@@ -136,6 +145,7 @@ func (p *Pool[C, B]) refillLocked(k string) {
 	}
 	for len(wc.idle)+wc.starting < p.cfg.Warm {
 		wc.starting++
+		p.refills++
 		p.bg.Add(1)
 		go p.fill(k, wc)
 	}
@@ -231,6 +241,21 @@ func (p *Pool[C, B]) Close() bool {
 	p.mu.Unlock()
 	p.bg.Wait()
 	return true
+}
+
+// Stats reports the pool as pool "sandbox" (RefillCPU is not measured):
+// its size and target are Warm per warm class.
+func (p *Pool[C, B]) Stats() sandbox.PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := sandbox.PoolStats{Pool: "sandbox", Hits: p.hits, Misses: p.misses, Refills: p.refills}
+	for _, wc := range p.classes {
+		s.Size += p.cfg.Warm
+		s.Ready += len(wc.idle)
+		s.Starting += wc.starting
+	}
+	s.Target = s.Size
+	return s
 }
 
 // Wait blocks until background creations and removals are done.

@@ -64,6 +64,12 @@ func TestTakeRefillsAndClose(t *testing.T) {
 	if !f.destroyed[first] || p.Idle(1, func(int) bool { return true }) != 2 {
 		t.Fatalf("the unusable sandbox was not destroyed or the class not refilled: %v", f.destroyed)
 	}
+	if _, ok, _ := p.Take(7, nil, false); ok { // a class never primed
+		t.Fatal("a sandbox of a class never primed")
+	}
+	if s := p.Stats(); s.Pool != "sandbox" || s.Hits != 1 || s.Misses != 1 || s.Refills != uint64(f.n) || s.Ready != 2 || s.Size != 4 {
+		t.Fatalf("stats %+v, want 1 hit, 1 miss, %d refills, 2 ready of 4 (two classes of 2)", s, f.n)
+	}
 	p.Prime(2)
 	p.Prime(3) // a third class: the least recently used (1) goes
 	p.Wait()
