@@ -7,12 +7,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/proctest"
 )
 
 // TestServeKilledLeavesNoSandbox kills `codeagent serve` (SIGKILL) at
@@ -61,36 +62,13 @@ func TestServeKilledLeavesNoSandbox(t *testing.T) {
 	}
 }
 
-// orphanedSandboxProcesses lists the live processes that run as a sandbox's
-// host uid (2000000000-2000065535) and whose parent is init, as "pid name".
+// orphanedSandboxProcesses lists the live processes that run as a
+// sandbox's host uid and whose parent is init.
 func orphanedSandboxProcesses() []string {
-	files, _ := filepath.Glob("/proc/[0-9]*/status")
 	var out []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		var name, state, ppid string
-		uid := -1
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, _ := strings.Cut(line, ":")
-			v = strings.TrimSpace(v)
-			switch k {
-			case "Name":
-				name = v
-			case "State":
-				state = v
-			case "PPid":
-				ppid = v
-			case "Uid":
-				if f := strings.Fields(v); len(f) > 0 {
-					uid, _ = strconv.Atoi(f[0])
-				}
-			}
-		}
-		if uid >= 2_000_000_000 && uid < 2_000_065_536 && ppid == "1" && !strings.HasPrefix(state, "Z") {
-			out = append(out, strings.Split(f, "/")[2]+" "+name)
+	for _, p := range proctest.Live(2_000_000_000, 65536) {
+		if p.PPID == 1 {
+			out = append(out, p.String())
 		}
 	}
 	return out

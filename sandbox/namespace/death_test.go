@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/proctest"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
 )
@@ -125,67 +126,27 @@ func killHelperAt(t *testing.T, mode, mark string, after time.Duration) {
 		t.Fatal("the helper did not print " + mark + " within a minute")
 	}
 	time.Sleep(after)
-	seen := len(processesOfUIDs(deathUID, backendkit.HostUIDCount))
+	seen := len(proctest.Live(deathUID, backendkit.HostUIDCount))
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	killed := time.Now()
-	var left []string
+	var left []proctest.Process
 	for time.Since(killed) < time.Second {
-		if left = processesOfUIDs(deathUID, backendkit.HostUIDCount); len(left) == 0 {
+		if left = proctest.Live(deathUID, backendkit.HostUIDCount); len(left) == 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if len(left) > 0 {
-		// Bounded clean-up of what the test found, then the verdict.
-		for _, p := range left {
-			pid, _ := strconv.Atoi(strings.Fields(p)[0])
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		var lines []string
+		for _, p := range left { // bounded clean-up of what the test found, then the verdict
+			lines = append(lines, p.String())
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 		t.Fatalf("a second after the backend's death, %d process(es) of its sandboxes still run (of %d before):\n%s",
-			len(left), seen, strings.Join(left, "\n"))
+			len(left), seen, strings.Join(lines, "\n"))
 	}
 	t.Logf("%d sandbox process(es) before the kill, none a second after", seen)
-}
-
-// processesOfUIDs lists the processes whose real uid is in [start,
-// start+count) and have not ended, as "pid ppid name (...)".
-func processesOfUIDs(start, count int) []string {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/status")
-	var out []string
-	for _, f := range dirs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		var name, ppid, state, nspid string
-		uid := -1
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, _ := strings.Cut(line, ":")
-			v = strings.TrimSpace(v)
-			switch k {
-			case "Name":
-				name = v
-			case "PPid":
-				ppid = v
-			case "State":
-				state = v
-			case "NSpid":
-				nspid = strings.Join(strings.Fields(v), " ")
-			case "Uid":
-				if f := strings.Fields(v); len(f) > 0 {
-					uid, _ = strconv.Atoi(f[0])
-				}
-			}
-		}
-		// A zombie has ended: only its parent's wait is missing (init
-		// here, which may reap late).
-		if uid >= start && uid < start+count && !strings.HasPrefix(state, "Z") && !strings.HasPrefix(state, "X") {
-			wchan, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "wchan"))
-			out = append(out, fmt.Sprintf("%s %s %s (%s, pids in its namespaces: %s, waits in %s)", strings.Split(f, "/")[2], ppid, name, state, nspid, wchan))
-		}
-	}
-	return out
 }
 
 // deathHelper is the child process: a backend doing what deathEnv says,

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/proctest"
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/internal/backendkit"
@@ -392,11 +394,11 @@ func TestWarmUpRunsBehindExecutions(t *testing.T) {
 // a uid of [uid, uid+HostUIDCount): "low", "default" or the value read.
 func cpuWeightOf(t *testing.T, uid int) string {
 	t.Helper()
-	procs := processesOfUIDs(uid, backendkit.HostUIDCount)
+	procs := proctest.Live(uid, backendkit.HostUIDCount)
 	if len(procs) == 0 {
 		t.Fatal("no process of the sandbox")
 	}
-	cgs, err := procCgroups(strings.Fields(procs[0])[0])
+	cgs, err := procCgroups(strconv.Itoa(procs[0].PID))
 	if err != nil {
 		t.Fatal(err)
 	}
