@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -13,11 +15,11 @@ var pytestCommand = []string{"python3", "-m", "pytest", "-q", "-p", "no:cachepro
 // exec runs the program (or, with tests, pytest) in the sandbox, redacts
 // its output, classifies it and emits the executed event.
 func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbox.Result, ErrorClass, error) {
-	cmd := r.a.lang.Command(sandbox.WorkspacePath + "/" + r.a.SolutionFile())
+	cmd, imports := r.a.lang.Command(sandbox.WorkspacePath+"/"+r.a.SolutionFile()), r.imports
 	if tests {
-		cmd = pytestCommand
+		cmd, imports = pytestCommand, nil
 	}
-	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network}, r.a.lang.Env)
+	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: imports}, r.a.lang.Env)
 	if err != nil {
 		return res, "", err
 	}
@@ -61,4 +63,18 @@ func classifyTests(res sandbox.Result) ErrorClass {
 		return ClassAssertion
 	}
 	return c
+}
+
+// programImports is the hint sandbox.Spec.Imports for a program: what a
+// Python program imports by itself, nil when unknown or another language.
+// A program that uses only the standard library then leaves the warm
+// interpreters (the namespace backend's) to those that need them.
+func programImports(ctx context.Context, l lang.Language, code string) []string {
+	if l.Name != "python" {
+		return nil
+	}
+	if mods, known := safety.PythonImports(ctx, []byte(code)); known {
+		return mods
+	}
+	return nil
 }
