@@ -3,6 +3,7 @@ package warm
 import (
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 )
@@ -61,7 +62,7 @@ type Pool[T Interp] struct {
 	closed   bool
 	failures int
 	runs     int64       // executions that ran warm (not those that fell back)
-	takes    []time.Time // Take's calls within demandWindow, oldest first
+	takes    []time.Time // Take's last calls (at most Size), oldest first
 	trimming bool        // a trim is scheduled
 	stats    Stats       // the counters
 }
@@ -118,6 +119,9 @@ func (p *Pool[T]) Take() (T, bool) {
 		return none, false
 	}
 	p.takes = append(p.takes, p.now())
+	if n := len(p.takes) - max(p.cfg.Size, 1); n > 0 {
+		p.takes = slices.Delete(p.takes, 0, n) // more than Size never counts
+	}
 	for len(p.ready) > 0 {
 		b := p.ready[0]
 		p.ready = p.ready[1:]
