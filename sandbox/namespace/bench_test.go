@@ -4,8 +4,10 @@ package namespace
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -106,6 +108,54 @@ func benchOverlay(b *testing.B, warm int) {
 	b.ReportMetric(float64(mo.Microseconds())/1000, "overlay-median-ms")
 	b.ReportMetric(float64(mp.Microseconds())/1000, "plain-median-ms")
 	b.ReportMetric(float64((mo-mp).Microseconds())/1000, "overlay-cost-ms")
+}
+
+// BenchmarkOverheadPidNS compares, interleaved in one run, executions
+// whose launcher is the first process of a PID namespace of its own (as
+// root, so that the sandbox dies with it at every stage) with launchers
+// without one: its cost, warm (two started ahead) and cold.
+func BenchmarkOverheadPidNS(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("launchers have a PID namespace of their own only as root")
+	}
+	for _, warm := range []int{2, 0} {
+		b.Run("warm"+strconv.Itoa(warm), func(b *testing.B) {
+			own, err := New(Config{Warm: warm})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer own.Close()
+			without, err := New(Config{Warm: warm})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer without.Close()
+			without.noPidNS = true
+			ws := b.TempDir()
+			var tOwn, tWithout []time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				first, second := own, without
+				if i%2 == 1 {
+					first, second = without, own
+				}
+				for _, sb := range []*Backend{first, second} {
+					sb.quiesce()
+					t0 := time.Now()
+					runSandboxed(b, sb, ws)
+					if sb == own {
+						tOwn = append(tOwn, time.Since(t0))
+					} else {
+						tWithout = append(tWithout, time.Since(t0))
+					}
+				}
+			}
+			mo, mw := median(tOwn), median(tWithout)
+			b.ReportMetric(float64(mo.Microseconds())/1000, "pidns-median-ms")
+			b.ReportMetric(float64(mw.Microseconds())/1000, "without-median-ms")
+			b.ReportMetric(float64((mo-mw).Microseconds())/1000, "pidns-cost-ms")
+		})
+	}
 }
 
 // BenchmarkOverheadWithoutCgroup is the same with rlimits only, to show what

@@ -165,8 +165,10 @@ func (b *Backend) newLauncher(spec sandbox.Spec) (*launcher, error) {
 		// only late in its setup: before that, while it waits for the id
 		// maps, it would outlive a launcher killed with the backend and
 		// wait forever, re-parented to init. See childPid.
-		l.cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
-		l.ownPidNS = true
+		if !b.noPidNS {
+			l.cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
+			l.ownPidNS = true
+		}
 		l.endThread, err = b.startInMinimalRoot(l.cmd)
 	} else {
 		err = startOnForkThread(l.cmd)

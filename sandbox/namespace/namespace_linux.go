@@ -52,9 +52,12 @@ type Backend struct {
 	pool        []*launcher // warm launchers for poolKey
 	poolKey     string
 	poolStats   sandbox.PoolStats // the warm launchers' counters
-	starting    int
-	lastLimits  sandbox.Limits        // of the latest run, for upper layers made ahead
-	running     map[*upperFS]struct{} // upper layers of runs under way
+	// noPidNS starts launchers without a PID namespace of their own, as
+	// before; only BenchmarkOverheadPidNS sets it, to measure its cost.
+	noPidNS    bool
+	starting   int
+	lastLimits sandbox.Limits        // of the latest run, for upper layers made ahead
+	running    map[*upperFS]struct{} // upper layers of runs under way
 }
 
 // removeFiles removes the mount directory; the prepared /etc is shared
