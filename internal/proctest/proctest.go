@@ -19,7 +19,9 @@ type Process struct {
 
 // Ended reports whether the process has ended and waits only for its
 // parent to reap it (a zombie).
-func (p Process) Ended() bool { return strings.HasPrefix(p.State, "Z") || strings.HasPrefix(p.State, "X") }
+func (p Process) Ended() bool {
+	return strings.HasPrefix(p.State, "Z") || strings.HasPrefix(p.State, "X")
+}
 
 func (p Process) String() string {
 	wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", p.PID))
