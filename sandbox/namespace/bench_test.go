@@ -85,25 +85,7 @@ func benchOverlay(b *testing.B, warm int) {
 		b.Fatal(err)
 	}
 	defer plain.Close()
-	ws := b.TempDir()
-	var tOver, tPlain []time.Duration
-	b.ResetTimer()
-	for i := range b.N {
-		first, second := over, plain
-		if i%2 == 1 {
-			first, second = plain, over
-		}
-		for _, sb := range []*Backend{first, second} {
-			sb.quiesce()
-			t0 := time.Now()
-			runSandboxed(b, sb, ws)
-			if sb == over {
-				tOver = append(tOver, time.Since(t0))
-			} else {
-				tPlain = append(tPlain, time.Since(t0))
-			}
-		}
-	}
+	tOver, tPlain := benchInterleaved(b, over, plain)
 	mo, mp := median(tOver), median(tPlain)
 	b.ReportMetric(float64(mo.Microseconds())/1000, "overlay-median-ms")
 	b.ReportMetric(float64(mp.Microseconds())/1000, "plain-median-ms")
@@ -131,31 +113,38 @@ func BenchmarkOverheadPidNS(b *testing.B) {
 			}
 			defer without.Close()
 			without.noPidNS = true
-			ws := b.TempDir()
-			var tOwn, tWithout []time.Duration
-			b.ResetTimer()
-			for i := range b.N {
-				first, second := own, without
-				if i%2 == 1 {
-					first, second = without, own
-				}
-				for _, sb := range []*Backend{first, second} {
-					sb.quiesce()
-					t0 := time.Now()
-					runSandboxed(b, sb, ws)
-					if sb == own {
-						tOwn = append(tOwn, time.Since(t0))
-					} else {
-						tWithout = append(tWithout, time.Since(t0))
-					}
-				}
-			}
+			tOwn, tWithout := benchInterleaved(b, own, without)
 			mo, mw := median(tOwn), median(tWithout)
 			b.ReportMetric(float64(mo.Microseconds())/1000, "pidns-median-ms")
 			b.ReportMetric(float64(mw.Microseconds())/1000, "without-median-ms")
 			b.ReportMetric(float64((mo-mw).Microseconds())/1000, "pidns-cost-ms")
 		})
 	}
+}
+
+// benchInterleaved runs b.N executions on each of x and y, alternating
+// which goes first (ABBA), each after its backend's background work, and
+// returns their times.
+func benchInterleaved(b *testing.B, x, y *Backend) (tx, ty []time.Duration) {
+	ws := b.TempDir()
+	b.ResetTimer()
+	for i := range b.N {
+		first, second := x, y
+		if i%2 == 1 {
+			first, second = y, x
+		}
+		for _, sb := range []*Backend{first, second} {
+			sb.quiesce()
+			t0 := time.Now()
+			runSandboxed(b, sb, ws)
+			if sb == x {
+				tx = append(tx, time.Since(t0))
+			} else {
+				ty = append(ty, time.Since(t0))
+			}
+		}
+	}
+	return tx, ty
 }
 
 // BenchmarkOverheadWithoutCgroup is the same with rlimits only, to show what
