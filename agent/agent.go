@@ -253,7 +253,10 @@ type Acceptance struct {
 type Result struct {
 	Success bool `json:"success"`
 	// Mode is how the run worked: program or tools.
-	Mode     string `json:"mode"`
+	Mode string `json:"mode"`
+	// Language is what the programs were written in: python, javascript
+	// or bash.
+	Language string `json:"language"`
 	Attempts int    `json:"attempts"`
 	// Code is the final program as shown: secrets redacted.
 	Code string `json:"code"`

@@ -52,7 +52,7 @@ type run struct {
 // error: Result.Success is false. The Result is never nil.
 func (a *Agent) Run(ctx context.Context, task Task) (*Result, error) {
 	started := time.Now()
-	r := &run{a: a, task: task, ws: task.Workspace, res: &Result{History: []Attempt{}, Artifacts: []workspace.Artifact{}},
+	r := &run{a: a, task: task, ws: task.Workspace, res: &Result{Language: a.lang.Name, History: []Attempt{}, Artifacts: []workspace.Artifact{}},
 		network: a.cfg.Network}
 	if strings.TrimSpace(task.Prompt) == "" || task.Workspace == nil {
 		return r.res, fmt.Errorf("%w: a task needs a prompt and a workspace", ErrConfig)

@@ -139,6 +139,18 @@ func (m *Manifest) ToolFor(lang string) (Tool, error) {
 	return Tool{}, fmt.Errorf("tool %s is not allowed by the manifest %s (it lists: %s)", name, m.file, m.listed())
 }
 
+// ToolLanguages are the languages of the execute tools the manifest
+// lists, in its order.
+func (m *Manifest) ToolLanguages() []string {
+	var out []string
+	for _, t := range m.Agent.Tools {
+		if l, ok := toolLanguages[t.Name]; ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func (m *Manifest) listed() string {
 	var names []string
 	for _, t := range m.Agent.Tools {

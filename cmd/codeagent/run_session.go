@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/codeagent/codeagent/app"
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/safety"
@@ -21,6 +22,7 @@ import (
 func (o *runOptions) applyManifest() (*manifest.Manifest, *safety.Policy, error) {
 	limits := sandbox.DefaultLimits()
 	if o.Manifest == "" {
+		o.Lang = runLanguage(o.Lang, o.Task, nil)
 		o.Limits = limits.Overlay(o.Limits)
 		return nil, nil, nil
 	}
@@ -28,6 +30,7 @@ func (o *runOptions) applyManifest() (*manifest.Manifest, *safety.Policy, error)
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
+	o.Lang = runLanguage(o.Lang, o.Task, m.ToolLanguages())
 	tool, err := m.ToolFor(o.Lang)
 	if err != nil {
 		return nil, nil, usageError{err}
@@ -122,4 +125,23 @@ func updateSessionFile(ws *workspace.Workspace, f string, s stdio) error {
 		printErr(s.err, "--file %s: the session's %s is the same, kept", f, name)
 	}
 	return nil
+}
+
+// runLanguage is the language a run writes in: --lang (by any name or
+// alias, canonical after), else the one the task names (lang.FromTask),
+// else the manifest's only tool language, else python.
+func runLanguage(flag, task string, tools []string) string {
+	if flag != "" {
+		if l, err := lang.Lookup(flag); err == nil {
+			return l.Name
+		}
+		return flag // agent.New refuses it with the list
+	}
+	if l, ok := lang.FromTask(task); ok {
+		return l.Name
+	}
+	if len(tools) == 1 {
+		return tools[0]
+	}
+	return "python"
 }

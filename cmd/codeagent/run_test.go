@@ -142,7 +142,7 @@ func TestRunHumanOutputProgressAndEvents(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
-	for _, want := range []string{"── code ──\ntotal = sum(range(1, 11))", "── output ──\ntotal: 55\n", "── artifacts ──\n(none)", "success after 2 attempt(s)"} {
+	for _, want := range []string{"── code (python) ──\ntotal = sum(range(1, 11))", "── output ──\ntotal: 55\n", "── artifacts ──\n(none)", "success after 2 attempt(s)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
