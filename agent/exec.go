@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/codeagent/codeagent/lang"
-	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -63,18 +61,4 @@ func classifyTests(res sandbox.Result) ErrorClass {
 		return ClassAssertion
 	}
 	return c
-}
-
-// programImports is the hint sandbox.Spec.Imports for a program: what a
-// Python program imports by itself, nil when unknown or another language.
-// A program that uses only the standard library then leaves the warm
-// interpreters (the namespace backend's) to those that need them.
-func programImports(ctx context.Context, l lang.Language, code string) []string {
-	if l.Name != "python" {
-		return nil
-	}
-	if mods, known := safety.PythonImports(ctx, []byte(code)); known {
-		return mods
-	}
-	return nil
 }

@@ -16,13 +16,12 @@ import (
 
 // run is the state of one Run.
 type run struct {
-	a      *Agent
-	task   Task
-	ws     *workspace.Workspace
-	res    *Result
-	before workspace.Snapshot
-	// imports is the program's (sandbox.Spec.Imports) as last written.
-	imports   []string
+	a         *Agent
+	task      Task
+	ws        *workspace.Workspace
+	res       *Result
+	before    workspace.Snapshot
+	imports   []string // the program's sandbox.Spec.Imports, as last written
 	deliver   []string // files the task names that a program must write
 	installed string   // the requirements installed for the run's programs, as declared
 	files     string   // the workspace described for prompts
@@ -245,7 +244,7 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	if err := r.ws.WriteFile(r.a.SolutionFile(), []byte(code)); err != nil {
 		return at, false, err
 	}
-	r.imports = programImports(ctx, r.a.lang, code)
+	r.imports = safety.ImportsHint(ctx, r.a.lang.Name, []byte(code))
 
 	if r.tests != "" {
 		res, class, err := r.exec(ctx, n, PhaseCode, true)

@@ -48,20 +48,7 @@ func (p Program) Spec(dir string) sandbox.Spec {
 	}
 	maps.Copy(env, p.Env)
 	return sandbox.Spec{Command: append(p.Lang.Command(path), p.Args...), Workspace: dir, Files: []sandbox.File{{Path: path, Data: p.Code}},
-		Env: env, Stdin: p.Stdin, Limits: p.Limits, Network: p.Network, Imports: p.imports()}
-}
-
-// imports is the hint Spec.Imports for a Python program: what it imports
-// by itself, nil when that cannot be known (or for another language).
-func (p Program) imports() []string {
-	if p.Lang.Name != "python" {
-		return nil
-	}
-	mods, known := safety.PythonImports(context.Background(), p.Code)
-	if !known {
-		return nil
-	}
-	return mods
+		Env: env, Stdin: p.Stdin, Limits: p.Limits, Network: p.Network, Imports: safety.ImportsHint(context.Background(), p.Lang.Name, p.Code)}
 }
 
 // ProgramLanguage is the language of a client's program, named by any

@@ -76,3 +76,16 @@ func PythonImports(ctx context.Context, code []byte) (modules []string, known bo
 	slices.Sort(modules)
 	return modules, true
 }
+
+// ImportsHint is sandbox.Spec.Imports for a program in language (a
+// canonical name): PythonImports' list when known, nil otherwise (unknown,
+// or not Python).
+func ImportsHint(ctx context.Context, language string, code []byte) []string {
+	if language != "python" {
+		return nil
+	}
+	if mods, known := PythonImports(ctx, code); known {
+		return mods
+	}
+	return nil
+}

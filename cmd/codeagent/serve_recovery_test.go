@@ -27,7 +27,7 @@ type serveProc struct {
 
 // startServeBin starts the built binary's serve with TMPDIR tmp, without a
 // token, and waits for its address.
-func startServeBin(t *testing.T, tmp string, args ...string) *serveProc {
+func startServeBin(t testing.TB, tmp string, args ...string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(mcpBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0", "--no-token"}, args...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, envAPIKeys+"=")

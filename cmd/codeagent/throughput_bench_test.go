@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,8 +44,8 @@ func BenchmarkServeThroughput(b *testing.B) {
 	}
 	// The request rate limit (20 a second by default) is lifted on both:
 	// it would cap both ways alike.
-	serve := startBenchServe(b, bin, tmp, "--rate", "100000")
-	nowarm := startBenchServe(b, bin, tmp, "--rate", "100000", "--warm-python", "0")
+	serve := startServeBin(b, tmp, "--data-dir", b.TempDir(), "--rate", "100000").base
+	nowarm := startServeBin(b, tmp, "--data-dir", b.TempDir(), "--rate", "100000", "--warm-python", "0").base
 	body, _ := json.Marshal(map[string]string{"language": "python", "code": code})
 	post := func(base string) func() error {
 		return func() error {
@@ -125,28 +124,6 @@ func throughputBlock(do func() error) (time.Duration, error) {
 	}
 	wg.Wait()
 	return time.Since(start), first
-}
-
-// startBenchServe starts bin's serve without a token, with a data
-// directory of its own, and returns its base URL; the process is killed at the end of the benchmark.
-func startBenchServe(b *testing.B, bin, tmp string, args ...string) string {
-	b.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--no-token", "--data-dir", b.TempDir()}, args...)...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, envAPIKeys+"=")
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	re := regexp.MustCompile(`listening on (http://\S+:\d+)`)
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-	}
-	b.Fatalf("no address: %s", stderr.String())
-	return ""
 }
 
 // loadAverage is the 1-minute load average.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +102,7 @@ func BenchmarkThroughput(b *testing.B) {
 		per := func(d time.Duration) float64 { return ms(d / time.Duration(t.n)) }
 		b.Logf("%s: %.1f exec/s; CPU per execution: dockerd %.1f ms, containerd %.1f ms, codeagent %.1f ms, containers %.1f ms, rest %.1f ms (shims, runc, kernel); machine %.0f%% busy",
 			w.name, float64(t.n)/t.wall.Seconds(), per(t.cpu.dockerd), per(t.cpu.containerd), per(t.cpu.self), per(t.cpu.containers), per(t.cpu.rest()),
-			100*t.cpu.busy.Seconds()/(t.wall.Seconds()*float64(cpus())))
+			100*t.cpu.busy.Seconds()/(t.wall.Seconds()*float64(runtime.NumCPU())))
 	}
 	b.ReportMetric((float64(got[1].n)/got[1].wall.Seconds())/(float64(got[0].n)/got[0].wall.Seconds()), "c8/c1")
 }
@@ -183,15 +184,4 @@ func procCPU(dir string) time.Duration {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	k, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+k) * clockTick
-}
-
-func cpus() int {
-	b, _ := os.ReadFile("/proc/stat")
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "cpu") && !strings.HasPrefix(line, "cpu ") {
-			n++
-		}
-	}
-	return max(n, 1)
 }

@@ -107,9 +107,7 @@ func (b *Backend) PoolStats() []sandbox.PoolStats {
 		out = append(out, s)
 	}
 	if b.warm != nil {
-		w := b.warm.Stats()
-		out = append(out, sandbox.PoolStats{Pool: "python", Size: w.Size, Target: w.Target, Ready: w.Ready, Starting: w.Starting,
-			Hits: w.Hits, Misses: w.Misses, Refills: w.Refills, RefillCPU: w.RefillCPU})
+		out = append(out, b.warm.Stats())
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // Bounds of a pool.
@@ -61,25 +63,10 @@ type Pool[T Interp] struct {
 	starting int
 	closed   bool
 	failures int
-	runs     int64       // executions that ran warm (not those that fell back)
-	takes    []time.Time // Take's last calls (at most Size), oldest first
-	trimming bool        // a trim is scheduled
-	stats    Stats       // the counters
-}
-
-// Stats is a pool's state and counters since it was made.
-type Stats struct {
-	Size     int // the most it keeps ready
-	Target   int // what it keeps ready for the recent demand
-	Ready    int
-	Starting int
-	// Hits and Misses count Take's calls that found an interpreter and
-	// those that did not (their programs ran cold).
-	Hits, Misses uint64
-	// Refills counts the interpreters started, RefillCPU the CPU time
-	// those ready used to start.
-	Refills   uint64
-	RefillCPU time.Duration
+	runs     int64             // executions that ran warm (not those that fell back)
+	takes    []time.Time       // Take's last calls (at most Size), oldest first
+	trimming bool              // a trim is scheduled
+	stats    sandbox.PoolStats // the counters
 }
 
 // born is a ready interpreter and when its start began.
@@ -236,11 +223,11 @@ func (p *Pool[T]) Runs() int64 {
 	return p.runs
 }
 
-// Stats reports the pool's state and counters.
-func (p *Pool[T]) Stats() Stats {
+// Stats reports the pool's state and counters, as pool "python".
+func (p *Pool[T]) Stats() sandbox.PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.Size, s.Target, s.Ready, s.Starting = p.cfg.Size, p.targetLocked(), len(p.ready), p.starting
+	s.Pool, s.Size, s.Target, s.Ready, s.Starting = "python", p.cfg.Size, p.targetLocked(), len(p.ready), p.starting
 	return s
 }
