@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
+	"strings"
 
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
@@ -53,7 +55,7 @@ const (
 // File names the agent writes in the workspace.
 const (
 	SolutionBase = "solution"         // + the language's extension
-	TestFileName = "test_solution.py" // tests in test-driven mode
+	TestFileName = "test_solution.py" // Python's tests in test-driven mode (see Agent.TestFile)
 )
 
 // Config is how an Agent works. Zero fields take the defaults.
@@ -79,10 +81,15 @@ type Config struct {
 	// Installed names the packages installed for the run besides the
 	// image's ("seaborn 0.13.2"), for the prompt (see package deps).
 	Installed []string
-	// Tests turns on test-driven mode (python only): the model writes pytest
-	// tests first, they must fail against a stub, then the program is
-	// iterated until they pass, then run itself.
+	// Tests turns on test-driven mode (python with pytest, javascript with
+	// node --test: see testRunners): the model writes tests first, they
+	// must fail against a stub, then the program is iterated until they
+	// pass, then run itself.
 	Tests bool
+	// MinCoverage, when above 0 (at most 100), is the line coverage of the
+	// program by the tests (model's or user's; python) below which passing
+	// tests are a failed attempt, fed back with the lines never run.
+	MinCoverage float64
 	// MaxTestRounds bounds the tries to get usable tests (default 3).
 	MaxTestRounds int
 	// OutputBudget is how many bytes of the head and of the tail of each
@@ -155,6 +162,7 @@ type Agent struct {
 	deps     Deps
 	lang     lang.Language
 	safeLang safety.Language
+	tests    *testRunner // nil: the language has no test-driven mode
 	log      *slog.Logger
 	redact   *Redactor
 }
@@ -193,8 +201,15 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	if cfg.Tests && l.Name != "python" {
-		return nil, fmt.Errorf("%w: test-driven mode needs python (pytest), not %s", ErrConfig, l.Name)
+	tests := testRunners[l.Name]
+	if cfg.Tests && tests == nil {
+		return nil, fmt.Errorf("%w: test-driven mode needs %s, not %s", ErrConfig, TestLanguages(), l.Name)
+	}
+	if cfg.MinCoverage < 0 || cfg.MinCoverage > 100 {
+		return nil, fmt.Errorf("%w: min coverage %g is not between 0 and 100", ErrConfig, cfg.MinCoverage)
+	}
+	if cfg.MinCoverage > 0 && (tests == nil || tests.Coverage == nil) {
+		return nil, fmt.Errorf("%w: coverage is measured for python only, not %s", ErrConfig, l.Name)
 	}
 	if !ValidApprove(cfg.Approve) {
 		return nil, fmt.Errorf("%w: approve %q is not one of always, on-finding", ErrConfig, cfg.Approve)
@@ -209,7 +224,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Agent{cfg: cfg, deps: deps, lang: l, safeLang: sl, log: log, redact: NewRedactor(cfg.Secrets...)}, nil
+	return &Agent{cfg: cfg, deps: deps, lang: l, safeLang: sl, tests: tests, log: log, redact: NewRedactor(cfg.Secrets...)}, nil
 }
 
 // Task is one job for the agent.
@@ -218,8 +233,9 @@ type Task struct {
 	Prompt string
 	// Workspace is where the program runs; inputs are already in it.
 	Workspace *workspace.Workspace
-	// TestCode, when set, are the user's pytest tests: they are written as
-	// test_solution.py, import from solution, and success means they pass.
+	// TestCode, when set, are the user's tests for the language's runner
+	// (pytest, node --test): they are written as Agent.TestFile, load the
+	// solution, and success means they pass.
 	TestCode string
 	// History summarises the earlier turns of a session (tasks, final code,
 	// outputs, files), so that a task can build on them.
@@ -274,6 +290,9 @@ type Result struct {
 	// Tests are the tests that decided success (test-driven mode).
 	Tests      string    `json:"tests,omitempty"`
 	TestRounds []Attempt `json:"test_rounds,omitempty"`
+	// Coverage is the line coverage of the program by the tests in the
+	// last attempt where they passed (python).
+	Coverage *Coverage `json:"coverage,omitempty"`
 	// Message says why the run failed, when it did.
 	Message string `json:"message,omitempty"`
 	// Stopped says a person stopped the run at an approval.
@@ -290,6 +309,7 @@ type Attempt struct {
 	Source     string              `json:"-"`
 	Check      []safety.Finding    `json:"check"`
 	TestResult *sandbox.ResultJSON `json:"test_result,omitempty"`
+	Coverage   *Coverage           `json:"coverage,omitempty"`
 	Result     *sandbox.ResultJSON `json:"result,omitempty"`
 	ErrorClass ErrorClass          `json:"error_class,omitempty"`
 	Verdict    *Verdict            `json:"verdict,omitempty"`
@@ -328,6 +348,29 @@ func (u *Usage) add(v llm.Usage) {
 
 // SolutionFile is the program's file name in the workspace.
 func (a *Agent) SolutionFile() string { return SolutionBase + a.lang.Ext }
+
+// TestFile is the tests' file name in the workspace: test_solution.py,
+// solution.test.js.
+func (a *Agent) TestFile() string {
+	if a.tests == nil {
+		return TestFileName
+	}
+	return a.tests.File
+}
+
+// TestLanguages names the languages of test-driven mode, for messages:
+// "javascript or python".
+func TestLanguages() string {
+	names := make([]string, 0, len(testRunners))
+	for n := range testRunners {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // Redactor returns the agent's redactor, for callers that show other text.
 func (a *Agent) Redactor() *Redactor { return a.redact }

@@ -7,29 +7,50 @@ import (
 	"github.com/codeagent/codeagent/sandbox"
 )
 
-// pytestCommand runs the tests in the workspace.
-var pytestCommand = []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", TestFileName}
-
-// exec runs the program (or, with tests, pytest) in the sandbox, redacts
-// its output, classifies it and emits the executed event.
+// exec runs the program (or, with tests, the language's test runner,
+// without coverage) in the sandbox, redacts its output, classifies it and
+// emits the executed event.
 func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbox.Result, ErrorClass, error) {
-	cmd, imports := r.a.lang.Command(sandbox.WorkspacePath+"/"+r.a.SolutionFile()), r.imports
 	if tests {
-		cmd, imports = pytestCommand, nil
+		res, class, _, err := r.execTests(ctx, n, phase, false)
+		return res, class, err
 	}
-	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: imports}, r.a.lang.Env)
+	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: r.a.lang.Command(sandbox.WorkspacePath + "/" + r.a.SolutionFile()),
+		Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: r.imports}, r.a.lang.Env)
 	if err != nil {
 		return res, "", err
 	}
-	var class ErrorClass
-	if tests {
-		class = classifyTests(res)
-	} else {
-		class = Classify(res, string(res.Stderr))
+	class := Classify(res, string(res.Stderr))
+	r.executed(n, phase, res, class)
+	return res, class, nil
+}
+
+// execTests runs the tests, with cover (where the language measures it)
+// under coverage in the same run: the coverage report is taken out of the
+// output, and returned (nil when not measured).
+func (r *run) execTests(ctx context.Context, n int, phase string, cover bool) (sandbox.Result, ErrorClass, *Coverage, error) {
+	tr := r.a.tests
+	cmd, marker := tr.Command, ""
+	if cover && tr.Coverage != nil {
+		cmd, marker = tr.Coverage(r.a.SolutionFile())
 	}
+	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network}, r.a.lang.Env)
+	if err != nil {
+		return res, "", nil, err
+	}
+	var cov *Coverage
+	if marker != "" {
+		res.Stdout, cov = readCoverage(res.Stdout, marker)
+	}
+	class := classifyTests(tr, res)
+	r.executed(n, phase, res, class)
+	return res, class, cov, nil
+}
+
+// executed emits the executed event of a run.
+func (r *run) executed(n int, phase string, res sandbox.Result, class ErrorClass) {
 	r.emit(Event{Type: EventExecuted, Attempt: n, Phase: phase, Result: resultJSON(res), ErrorClass: class,
 		DurationMS: res.WallTime.Milliseconds()})
-	return res, class, nil
 }
 
 // sandboxRun runs spec with langEnv and the configured environment added,
@@ -53,11 +74,11 @@ func (r *run) sandboxRun(ctx context.Context, spec sandbox.Spec, langEnv map[str
 	return res, nil
 }
 
-// classifyTests classes a pytest run: the exception a failing test raised,
-// or assertion when tests simply failed.
-func classifyTests(res sandbox.Result) ErrorClass {
+// classifyTests classes a run of the tests: the exception a failing test
+// raised, or assertion when tests simply failed.
+func classifyTests(tr *testRunner, res sandbox.Result) ErrorClass {
 	c := Classify(res, string(res.Stdout)+"\n"+string(res.Stderr))
-	if c == ClassRuntime && res.Status == sandbox.StatusError && res.ExitCode == 1 {
+	if c == ClassRuntime && tr.Outcome(res) == testsFailed {
 		return ClassAssertion
 	}
 	return c

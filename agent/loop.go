@@ -75,10 +75,12 @@ func (r *run) run(ctx context.Context) error {
 	r.files = r.a.redact.String(r.ws.Describe(r.exclude))
 	r.system = render("system.txt", r.systemData())
 	switch {
+	case r.task.TestCode != "" && r.a.tests == nil:
+		return fmt.Errorf("%w: tests need %s, not %s", ErrConfig, TestLanguages(), r.a.lang.Name)
 	case r.task.TestCode != "":
 		r.tests, r.userTests = r.task.TestCode, true
 		r.res.Tests = r.a.redact.String(r.task.TestCode)
-		if err := r.ws.WriteFile(TestFileName, []byte(r.tests)); err != nil {
+		if err := r.ws.WriteFile(r.a.TestFile(), []byte(r.tests)); err != nil {
 			return err
 		}
 	case cfg.Tests:
@@ -189,10 +191,15 @@ func (r *run) loop(ctx context.Context) error {
 }
 
 func (r *run) taskData(n int) map[string]any {
-	return map[string]any{
-		"Task": r.task.Prompt, "History": r.a.redact.String(r.task.History), "Files": r.files, "Tests": r.tests, "TestFile": TestFileName,
-		"Attempt": n, "Max": r.a.cfg.MaxIterations,
+	d := map[string]any{
+		"Task": r.task.Prompt, "History": r.a.redact.String(r.task.History), "Files": r.files, "Tests": r.tests, "TestFile": r.a.TestFile(),
+		"Attempt": n, "Max": r.a.cfg.MaxIterations, "Fence": r.a.lang.Name,
 	}
+	if tr := r.a.tests; tr != nil {
+		d["TestTool"], d["TestGuide"], d["TestShape"] = tr.Tool, tr.Guide, tr.Shape
+		d["TestRun"] = strings.Join(tr.Command, " ")
+	}
+	return d
 }
 
 // attempt generates, checks, runs and verifies one program. done reports
@@ -247,15 +254,9 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	r.imports = safety.ImportsHint(ctx, r.a.lang.Name, []byte(code))
 
 	if r.tests != "" {
-		res, class, err := r.exec(ctx, n, PhaseCode, true)
-		if err != nil {
+		res, pass, err := r.runTests(ctx, n, &at)
+		if !pass || err != nil {
 			return at, false, err
-		}
-		at.TestResult = resultJSON(res)
-		if class != ClassNone {
-			at.ErrorClass = class
-			r.debug(n, class, at.Code, res, true)
-			return at, false, nil
 		}
 		if r.userTests {
 			r.res.Output = string(res.Stdout)
@@ -392,9 +393,9 @@ func (r *run) debug(n int, class ErrorClass, code string, res sandbox.Result, te
 	}
 	detail := lastLine(string(res.Stderr))
 	if tests {
-		problem = fmt.Sprintf("The tests failed (pytest exit status %d).", res.ExitStatus())
-		d["TestOutput"], d["Stdout"] = d["Stdout"], ""
-		detail = failedTestLine(string(res.Stdout))
+		problem = fmt.Sprintf("The tests failed (%s exit status %d).", r.a.tests.Tool, res.ExitStatus())
+		d["TestOutput"], d["Stdout"], d["TestTool"] = d["Stdout"], "", r.a.tests.Tool
+		detail = r.a.tests.FailedLine(string(res.Stdout))
 	}
 	if res.StdoutTruncated || res.StderrTruncated {
 		problem += " Its output was cut at the sandbox's output limit."
@@ -413,17 +414,6 @@ func (r *run) debug(n int, class ErrorClass, code string, res sandbox.Result, te
 		r.noteMissing(string(res.Stderr))
 	}
 	r.fail(n, class, detail)
-}
-
-// failedTestLine picks pytest's first "FAILED ..." summary line, else the
-// last line.
-func failedTestLine(out string) string {
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "FAILED ") || strings.HasPrefix(l, "ERROR ") {
-			return cutRunes(l, 200)
-		}
-	}
-	return lastLine(out)
 }
 
 func (r *run) feedbackData(n int) map[string]any {
@@ -451,7 +441,7 @@ func (r *run) clip(b []byte) string {
 
 // exclude drops the agent's own files from artifacts and descriptions.
 func (r *run) exclude(rel string) bool {
-	return rel == r.a.SolutionFile() || rel == TestFileName
+	return rel == r.a.SolutionFile() || rel == r.a.TestFile()
 }
 
 // emit sends e to the observer.

@@ -15,25 +15,9 @@ import (
 // ClassVacuousTests marks generated tests that passed against the stub.
 const ClassVacuousTests ErrorClass = "vacuous_tests"
 
-// Stub is the solution.py the generated tests run against before they are
-// accepted. It is written by codeagent, not asked of the model: every name
-// imported from it exists (PEP 562 module __getattr__) and every call
-// raises NotImplementedError, so tests fail on it exactly when they
-// exercise the solution, whatever names they use.
-const Stub = `# Stub written by codeagent to check that the tests can fail:
-# every name exists and every call raises NotImplementedError.
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-
-    def stub(*args, **kwargs):
-        raise NotImplementedError(name)
-
-    return stub
-`
-
-// makeTests asks the model for pytest tests of the task and accepts the
-// first that fail against the stub. ok is false when no usable tests came
+// makeTests asks the model for tests of the task (for the language's
+// runner, see testRunners) and accepts the first that fail against the
+// runner's stub. ok is false when no usable tests came
 // within MaxTestRounds.
 func (r *run) makeTests(ctx context.Context) (ok bool, err error) {
 	max := r.a.cfg.MaxTestRounds
@@ -65,7 +49,7 @@ func (r *run) makeTests(ctx context.Context) (ok bool, err error) {
 			return accepted, err
 		}
 		msgs = append(msgs, r.user(render("tests_rejected.txt", map[string]any{
-			"Reason": reason, "Output": output, "TestFile": TestFileName, "Left": max - n,
+			"Reason": reason, "Output": output, "TestFile": r.a.TestFile(), "Fence": r.a.lang.Name, "Left": max - n,
 		})))
 	}
 	return false, nil
@@ -74,20 +58,20 @@ func (r *run) makeTests(ctx context.Context) (ok bool, err error) {
 // tryTests extracts, checks and runs one answer's tests against the stub.
 // It returns why they were rejected, or accepted.
 func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, msgs *[]llm.Message, t0 time.Time) (reason, output string, accepted bool, err error) {
-	max := r.a.cfg.MaxTestRounds
-	x, xerr := extract.Code(answer, "python")
+	max, tr, fence := r.a.cfg.MaxTestRounds, r.a.tests, r.a.lang.Name
+	x, xerr := extract.Code(answer, fence)
 	if xerr != nil {
 		at.ErrorClass = ClassNoCode
 		r.emit(Event{Type: EventGenerated, Attempt: n, MaxAttempts: max, Phase: PhaseTests, ErrorClass: ClassNoCode, DurationMS: ms(t0)})
 		*msgs = append(*msgs, llm.Message{Role: llm.RoleAssistant, Content: r.a.redact.String(answer)})
-		return "the answer held no ```python code block", "", false, nil
+		return "the answer held no ```" + fence + " code block", "", false, nil
 	}
 	at.Code = r.a.redact.String(x.Code)
-	*msgs = append(*msgs, llm.Message{Role: llm.RoleAssistant, Content: "```python\n" + at.Code + "```"})
+	*msgs = append(*msgs, llm.Message{Role: llm.RoleAssistant, Content: "```" + fence + "\n" + at.Code + "```"})
 	r.emit(Event{Type: EventGenerated, Attempt: n, MaxAttempts: max, Phase: PhaseTests, Code: at.Code, DurationMS: ms(t0)})
 
 	t1 := time.Now()
-	rep, err := r.a.deps.Checker.Check(ctx, safety.Python, []byte(x.Code))
+	rep, err := r.a.deps.Checker.Check(ctx, r.a.safeLang, []byte(x.Code))
 	if err != nil {
 		return "", "", false, err
 	}
@@ -104,7 +88,7 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 		return "the static checker rejected them", strings.TrimSuffix(b.String(), "\n"), false, nil
 	}
 
-	gv, err := r.gate(ctx, gate{n: n, phase: PhaseTests, lang: "python", code: x.Code})
+	gv, err := r.gate(ctx, gate{n: n, phase: PhaseTests, lang: r.a.lang.Name, code: x.Code})
 	if err != nil {
 		return "", "", false, err
 	}
@@ -116,10 +100,10 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 		x.Code = gv.code
 		at.Code = r.a.redact.String(x.Code)
 	}
-	if err := r.ws.WriteFile(TestFileName, []byte(x.Code)); err != nil {
+	if err := r.ws.WriteFile(tr.File, []byte(x.Code)); err != nil {
 		return "", "", false, err
 	}
-	if err := r.ws.WriteFile(r.a.SolutionFile(), []byte(Stub)); err != nil {
+	if err := r.ws.WriteFile(r.a.SolutionFile(), []byte(tr.Stub)); err != nil {
 		return "", "", false, err
 	}
 	res, class, err := r.exec(ctx, n, PhaseTests, true)
@@ -128,18 +112,55 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 	}
 	at.TestResult = resultJSON(res)
 	out := r.clip(append(append([]byte(nil), res.Stdout...), res.Stderr...))
-	switch {
-	case res.Status == sandbox.StatusError && res.ExitCode == 1:
+	switch tr.Outcome(res) {
+	case testsFailed:
 		r.tests, r.res.Tests = x.Code, at.Code
 		return "", "", true, nil
-	case res.Status == sandbox.StatusOK:
+	case testsPassed:
 		at.ErrorClass = ClassVacuousTests
-		return "they all pass against a stub solution whose every function raises NotImplementedError, so they test nothing; each test must call the solution and check its result", "", false, nil
-	case res.Status == sandbox.StatusError && res.ExitCode == 5:
+		return "they all pass against a stub solution " + tr.StubFails + ", so they test nothing; each test must call the solution and check its result", "", false, nil
+	case testsNone:
 		at.ErrorClass = ClassVacuousTests
-		return "pytest collected no tests (test functions must be named test_...)", out, false, nil
+		return tr.NoTests, out, false, nil
 	default:
 		at.ErrorClass = class
-		return fmt.Sprintf("pytest could not run them (%s, exit status %d)", res.Status, res.ExitStatus()), out, false, nil
+		return fmt.Sprintf("%s could not run them (%s, exit status %d)", tr.Tool, res.Status, res.ExitStatus()), out, false, nil
 	}
+}
+
+// runTests runs the tests on the attempt's program, under coverage where
+// the language measures it, and feeds a failure back: failed tests, or
+// passing tests that run less of the program than MinCoverage asks. pass
+// reports that the tests passed and covered enough. Coverage that could
+// not be measured is reported, never a failure.
+func (r *run) runTests(ctx context.Context, n int, at *Attempt) (res sandbox.Result, pass bool, err error) {
+	res, class, cov, err := r.execTests(ctx, n, PhaseCode, true)
+	if err != nil {
+		return res, false, err
+	}
+	at.TestResult = resultJSON(res)
+	if class != ClassNone {
+		at.ErrorClass = class
+		r.debug(n, class, at.Code, res, true)
+		return res, false, nil
+	}
+	at.Coverage, r.res.Coverage = cov, cov
+	min := r.a.cfg.MinCoverage
+	switch {
+	case cov == nil || min <= 0:
+		return res, true, nil
+	case cov.Unavailable != "":
+		r.a.log.Warn("coverage not measured", "attempt", n, "why", cov.Unavailable)
+		return res, true, nil
+	case float64(cov.Covered)*100 >= min*float64(cov.Statements):
+		return res, true, nil
+	}
+	at.ErrorClass = ClassCoverage
+	d := r.feedbackData(n)
+	d["Numbered"], d["NeverRun"] = numbered(at.Code), neverRun(cov.MissedLines)
+	d["Coverage"], d["Min"] = formatPercent(cov.Percent), formatPercent(min)
+	r.say(render("coverage.txt", d))
+	r.fail(n, ClassCoverage, fmt.Sprintf("the tests pass, but %s (coverage %s, at least %s wanted)",
+		d["NeverRun"], d["Coverage"], d["Min"]))
+	return res, false, nil
 }

@@ -54,6 +54,7 @@ type runOptions struct {
 	Diff            bool   // show a unified diff of the changes
 	Tests           bool
 	TestFile        string
+	MinCoverage     float64 // with tests: the least line coverage of the program (python)
 	NoVerify        bool
 	Lang            string
 	Limits          sandbox.Limits
@@ -101,8 +102,10 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Apply, "apply", false, "apply the run's changes to the current folder without asking (after a success)")
 	fs.BoolVar(&o.Diff, "diff", false, "show a unified diff of the run's changes to the current folder")
 	fs.BoolVar(&o.NoFolder, "no-folder", false, "do not offer the current folder to the program: start from an empty workspace")
-	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write pytest tests first, then code until they pass")
-	fs.StringVar(&o.TestFile, "test-file", "", "pytest tests to pass (they import from solution); success means they pass")
+	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write tests first (pytest; node --test for javascript), then code until they pass")
+	fs.StringVar(&o.TestFile, "test-file", "", "tests to pass (pytest, importing from solution; node --test with --lang javascript,\n"+
+		"requiring ./solution.js); success means they pass")
+	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: passing tests must run at least this percent of the program's lines (python)")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: the one the task names, as in \"a bash script\",\n"+
 		"\"in JavaScript\" or \"main.js\"; else the manifest's only tool language; else python)")
@@ -153,6 +156,10 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 		return usagef("--max-iterations %d: want 1 to %d", o.MaxIterations, agent.MaxIterationsCeiling)
 	case o.Tests && o.TestFile != "":
 		return usagef("--tests and --test-file exclude each other: the model writes tests, or you give them")
+	case o.MinCoverage < 0 || o.MinCoverage > 100:
+		return usagef("--min-coverage %g: want 0 to 100", o.MinCoverage)
+	case o.MinCoverage > 0 && !o.Tests && o.TestFile == "":
+		return usagef("--min-coverage is the tests' coverage: it needs --tests or --test-file")
 	case o.Events == "-" && o.JSON:
 		return usagef("--events - and --json both want stdout: write the events to a file")
 	case o.Session != "" && o.Workdir != "":
@@ -283,7 +290,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 	run, err := runs.StartRun(ctx, app.RunRequest{
 		Config: agent.Config{
 			MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
-			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
+			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, MinCoverage: o.MinCoverage, Network: network,
 			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools, Installed: installed, Approve: o.Approval.Approve,
 		},
 		Task: o.Task, Session: sess, Purpose: "codeagent run",
@@ -357,7 +364,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		if res.Success {
 			arts = append([]workspace.Artifact{{Path: a.SolutionFile()}}, arts...)
 			if o.TestFile != "" || o.Tests {
-				arts = append(arts, workspace.Artifact{Path: agent.TestFileName})
+				arts = append(arts, workspace.Artifact{Path: a.TestFile()})
 			}
 		}
 		copyOut := ws.CopyOutNew
@@ -469,6 +476,9 @@ func printRun(w io.Writer, res *agent.Result, o runOptions) {
 	}
 	if o.Out != "" {
 		fmt.Fprintf(&b, "copied to %s\n", termtext.Name(o.Out))
+	}
+	if res.Coverage != nil {
+		fmt.Fprintf(&b, "coverage %s\n", res.Coverage)
 	}
 	status := "failed"
 	if res.Success {

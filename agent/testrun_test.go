@@ -1,0 +1,166 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// runnerCase is one test file of a language with what its runner must make
+// of it, against the stub and against a right solution.
+type runnerCase struct {
+	name, tests             string
+	onStub, onRight         testOutcome
+	stubFailLine, rightLine string // in FailedLine's summary (on the stub)
+}
+
+// runnerCases exercise every entry of testRunners: tests that call the
+// solution fail on the stub (so they are accepted) and pass on a right
+// solution; vacuous tests pass on the stub; a file without tests and a
+// file that cannot load are told apart from failing tests.
+var runnerCases = map[string]struct {
+	right string
+	cases []runnerCase
+}{
+	"python": {"def add(a, b):\n    return a + b\n", []runnerCase{
+		{"calls", "from solution import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n", testsFailed, testsPassed, "FAILED test_solution.py::test_add - NotImplementedError", ""},
+		{"vacuous", "from solution import add\n\n\ndef test_true():\n    assert True\n", testsPassed, testsPassed, "", ""},
+		{"none", "from solution import add\n\n\ndef check_add():\n    assert add(2, 3) == 5\n", testsNone, testsNone, "", ""},
+		{"broken", "from solution import add\n\ndef test_add(:\n", testsBroken, testsBroken, "", ""},
+	}},
+	"javascript": {"function add(a, b) { return a + b; }\nmodule.exports = { add };\n", []runnerCase{
+		{"calls", "const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { add } = require(\"./solution.js\");\n\ntest(\"add\", () => { assert.strictEqual(add(2, 3), 5); });\n", testsFailed, testsPassed, "not ok 1 - add: not implemented: add", ""},
+		{"vacuous", "const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { add } = require(\"./solution.js\");\n\ntest(\"add\", () => { assert.ok(add); });\n", testsPassed, testsPassed, "", ""},
+		{"none", "const { add } = require(\"./solution.js\");\n", testsNone, testsNone, "", ""},
+		{"broken", "const { add } = require(\"./solution.js\");\ntest(\"add\", () => {\n", testsBroken, testsBroken, "", ""},
+		{"load fails", "const { add } = require(\"./solution.js\");\nadd(1, 2);\n", testsBroken, testsNone, "", ""},
+	}},
+}
+
+// TestTestRunners runs each language's test runner in the real sandbox on
+// test files against its stub and against a right solution.
+func TestTestRunners(t *testing.T) {
+	sb, _ := realParts(t)
+	var langs []string
+	for l := range testRunners {
+		langs = append(langs, l)
+	}
+	sort.Strings(langs)
+	for _, l := range langs {
+		tr := testRunners[l]
+		rc, ok := runnerCases[l]
+		if !ok {
+			t.Errorf("%s has a test runner but no cases here", l)
+			continue
+		}
+		ext := map[string]string{"python": ".py", "javascript": ".js"}[l]
+		for _, c := range rc.cases {
+			t.Run(l+"/"+c.name, func(t *testing.T) {
+				dir := t.TempDir()
+				write := func(name, text string) {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				write(tr.File, c.tests)
+				for _, s := range []struct {
+					solution string
+					want     testOutcome
+					line     string
+				}{{tr.Stub, c.onStub, c.stubFailLine}, {rc.right, c.onRight, c.rightLine}} {
+					write(SolutionBase+ext, s.solution)
+					res, err := sb.Run(context.Background(), sandbox.Spec{Command: tr.Command, Workspace: dir})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := tr.Outcome(res); got != s.want {
+						t.Fatalf("outcome %d, want %d (%s exit %d)\nstdout %s\nstderr %s", got, s.want, res.Status, res.ExitCode, res.Stdout, res.Stderr)
+					}
+					if s.line != "" {
+						if got := tr.FailedLine(string(res.Stdout)); !strings.HasPrefix(got, s.line) {
+							t.Errorf("failed line %q, want %q", got, s.line)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestNodeOutcomeNested: node 18 (Debian's, in the Docker image) nests a
+// file's tests under a test point for the file; failing tests there are
+// failed tests, not a file that could not run.
+func TestNodeOutcomeNested(t *testing.T) {
+	out := "TAP version 13\n# Subtest: /workspace/solution.test.js\n    # Subtest: add\n    not ok 1 - add\n      ---\n      error: 'not implemented: add'\n      ...\n    1..1\nnot ok 1 - /workspace/solution.test.js\n  ---\n  ...\n1..1\n"
+	res := sandbox.Result{Status: sandbox.StatusError, ExitCode: 1, Stdout: []byte(out)}
+	if got := nodeOutcome(res); got != testsFailed {
+		t.Errorf("outcome %d, want failed", got)
+	}
+	if got := nodeFailedLine(out); got != "not ok 1 - add: not implemented: add" {
+		t.Errorf("failed line %q", got)
+	}
+}
+
+// TestPythonCoverageInSandbox: the coverage command runs pytest as the
+// plain one does (exit status, output), reports the solution's lines the
+// tests never ran (not the `if __name__` block), and leaves nothing new in
+// the workspace.
+func TestPythonCoverageInSandbox(t *testing.T) {
+	sb, _ := realParts(t)
+	dir := t.TempDir()
+	solution := "def sign(x):\n    if x < 0:\n        return -1\n    if x == 0:\n        return 0\n    return 1\n\n\nif __name__ == \"__main__\":\n    print(sign(3))\n"
+	tests := "from solution import sign\n\n\ndef test_sign():\n    assert sign(5) == 1\n"
+	os.WriteFile(filepath.Join(dir, "solution.py"), []byte(solution), 0o644)
+	os.WriteFile(filepath.Join(dir, TestFileName), []byte(tests), 0o644)
+	cmd, marker := pythonCoverage("solution.py")
+	res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: dir,
+		Env: map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, cov := readCoverage(res.Stdout, marker)
+	if res.Status != sandbox.StatusOK || !strings.Contains(string(out), "1 passed") || strings.Contains(string(out), "@@") {
+		t.Fatalf("%s exit %d\nstdout %s\nstderr %s", res.Status, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	want := &Coverage{Percent: 66.67, Statements: 6, Covered: 4, MissedLines: []int{3, 5}}
+	if !reflect.DeepEqual(cov, want) {
+		t.Errorf("coverage %+v, want %+v", cov, want)
+	}
+	if got := cov.String(); got != "67% (lines 3, 5 not run)" {
+		t.Errorf("String() = %q", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("the workspace holds %d entries, want the 2 files", len(entries))
+	}
+}
+
+func TestCoverageWords(t *testing.T) {
+	for _, c := range []struct {
+		lines []int
+		want  string
+	}{
+		{[]int{4}, "line 4 is never run by the tests"},
+		{[]int{12, 13, 14, 15}, "lines 12-15 are never run by the tests"},
+		{[]int{3, 5, 6, 9}, "lines 3, 5-6, 9 are never run by the tests"},
+	} {
+		if got := neverRun(c.lines); got != c.want {
+			t.Errorf("neverRun(%v) = %q, want %q", c.lines, got, c.want)
+		}
+	}
+	for p, want := range map[float64]string{100: "100%", 99.7: "99%", 83.3: "83%", 0.2: "1%", 0: "0%"} {
+		if got := formatPercent(p); got != want {
+			t.Errorf("formatPercent(%g) = %q, want %q", p, got, want)
+		}
+	}
+	out, cov := readCoverage([]byte("1 passed\n"), "@@m@@ ")
+	if string(out) != "1 passed\n" || cov.Unavailable == "" {
+		t.Errorf("no report: %q, %+v", out, cov)
+	}
+}

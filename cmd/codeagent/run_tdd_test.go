@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/llm/llmtest"
+)
+
+// humanEvalTask reads one task of the shared HumanEval file (beside the
+// main checkout or a worktree of it), or skips.
+func humanEvalTask(t *testing.T, id string) (entry, test string) {
+	t.Helper()
+	for _, p := range []string{"../../../shared/data/humaneval.jsonl", "../../../../shared/data/humaneval.jsonl"} {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var task struct {
+				TaskID     string `json:"task_id"`
+				EntryPoint string `json:"entry_point"`
+				Test       string
+			}
+			if err := json.Unmarshal(sc.Bytes(), &task); err != nil {
+				t.Fatal(err)
+			}
+			if task.TaskID == id {
+				return task.EntryPoint, task.Test
+			}
+		}
+		t.Fatalf("%s is not in %s", id, p)
+	}
+	t.Skip("HumanEval (shared/data/humaneval.jsonl) is not here")
+	return "", ""
+}
+
+// The answers of TestRunCoverageHumanEval: HumanEval/0 wrong, right but
+// with a branch its tests never take (line 6), and right.
+const (
+	closeWrong = "from typing import List\n\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n    return False\n"
+	closeExtra = "from typing import List\n\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n" +
+		"    if threshold <= 0:\n        raise ValueError(\"threshold must be positive\")\n" +
+		"    for i, a in enumerate(numbers):\n        for b in numbers[i + 1:]:\n            if abs(a - b) < threshold:\n                return True\n    return False\n"
+	closeRight = "from typing import List\n\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n" +
+		"    for i, a in enumerate(numbers):\n        for b in numbers[i + 1:]:\n            if abs(a - b) < threshold:\n                return True\n    return False\n"
+)
+
+// TestRunCoverageHumanEval: a run with the HumanEval task's own tests as
+// --test-file reports the solution's line coverage (--json and the human
+// output), leaving no coverage data among the files; with --min-coverage
+// 100 a solution with an untested branch is a failed attempt, and the
+// model's next request names the line the tests never run; a failed
+// assertion's compared values reach the repair request.
+func TestRunCoverageHumanEval(t *testing.T) {
+	entry, test := humanEvalTask(t, "HumanEval/0")
+	dir := t.TempDir()
+	tests := filepath.Join(dir, "test_close.py")
+	code := "from solution import " + entry + "\n\n" + test + "\n\ndef test_check():\n    check(" + entry + ")\n"
+	if err := os.WriteFile(tests, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := "Write has_close_elements(numbers, threshold): whether any two numbers are closer to each other than threshold"
+	type result struct {
+		Success   bool
+		Attempts  int
+		Message   string
+		Coverage  *agent.Coverage
+		Artifacts []struct{ Path string }
+		History   []struct {
+			ErrorClass agent.ErrorClass `json:"error_class"`
+			Coverage   *agent.Coverage
+		}
+	}
+	run := func(t *testing.T, extra []string, answers ...string) (*llmtest.Server, int, string, string) {
+		var replies []llmtest.Reply
+		for _, a := range answers {
+			replies = append(replies, pyAnswer(a))
+		}
+		srv, flags := modelServer(t, replies...)
+		args := append(append(append([]string{"run"}, flags...), "--no-folder", "--test-file", tests), extra...)
+		code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, append(args, task)...)
+		return srv, code, stdout, stderr
+	}
+	decode := func(t *testing.T, stdout string) result {
+		var res result
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("%v\n%s", err, stdout)
+		}
+		return res
+	}
+
+	t.Run("Reported", func(t *testing.T) {
+		_, code, stdout, stderr := run(t, []string{"--json", "--max-iterations", "1"}, closeExtra)
+		res := decode(t, stdout)
+		want := &agent.Coverage{Percent: 88.89, Statements: 9, Covered: 8, MissedLines: []int{6}}
+		if code != exitOK || !res.Success || !reflect.DeepEqual(res.Coverage, want) {
+			t.Fatalf("exit %d, success %v, coverage %+v, want %+v\n%s", code, res.Success, res.Coverage, want, stderr)
+		}
+		if len(res.Artifacts) != 0 {
+			t.Errorf("artifacts %+v: coverage left files in the workspace", res.Artifacts)
+		}
+	})
+
+	t.Run("MinCoverage", func(t *testing.T) {
+		srv, code, stdout, stderr := run(t, []string{"--json", "--min-coverage", "100"}, closeWrong, closeExtra, closeRight)
+		res := decode(t, stdout)
+		if code != exitOK || !res.Success || res.Attempts != 3 {
+			t.Fatalf("exit %d, success %v after %d attempts: %s\n%s", code, res.Success, res.Attempts, res.Message, stderr)
+		}
+		if len(res.History) != 3 || res.History[0].ErrorClass != agent.ClassAssertion || res.History[1].ErrorClass != agent.ClassCoverage ||
+			res.History[1].Coverage == nil || res.History[1].Coverage.Percent != 88.89 {
+			t.Errorf("history %+v", res.History)
+		}
+		if c := res.Coverage; c == nil || c.Percent != 100 || len(c.MissedLines) != 0 {
+			t.Errorf("final coverage %+v", c)
+		}
+		reqs := srv.Requests()
+		// pytest's compared values: the assertion and where its value came from.
+		mustHave(t, "the repair request after the failed test", string(reqs[1].Body), "assert False == True", "where False = ")
+		mustHave(t, "the request after too little coverage", string(reqs[2].Body), "line 6 is never run by the tests", "89%")
+	})
+
+	t.Run("Human", func(t *testing.T) {
+		_, code, stdout, stderr := run(t, []string{"--min-coverage", "100", "--max-iterations", "1"}, closeExtra)
+		if code != exitFailure || !strings.Contains(stdout, "coverage 89% (line 6 not run)") ||
+			!strings.Contains(stderr, "line 6 is never run by the tests (coverage 89%, at least 100% wanted)") {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+		}
+	})
+}
+
+func mustHave(t *testing.T, what, text string, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(text, s) {
+			t.Errorf("%s lacks %q:\n%s", what, s, text)
+		}
+	}
+}
+
+// TestRunJavaScriptTests: `run --lang javascript --tests` has the model
+// write node tests, accepts them (they fail against the stub), sends a
+// wrong solution's node --test failure back with the compared values, and
+// succeeds with the right one; the tests are the result's.
+func TestRunJavaScriptTests(t *testing.T) {
+	tests := "const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { mul } = require(\"./solution.js\");\n\n" +
+		"test(\"mul\", () => {\n  assert.strictEqual(mul(3, 4), 12);\n});\n"
+	js := func(code string) llmtest.Reply { return llmtest.Say("```javascript\n" + code + "```") }
+	main := "\nif (process.argv[1] === __filename) {\n  console.log(mul(6, 7));\n}\n"
+	srv, flags := modelServer(t,
+		js(tests),
+		js("function mul(a, b) {\n  return a + b;\n}\nmodule.exports = { mul };\n"+main),
+		js("function mul(a, b) {\n  return a * b;\n}\nmodule.exports = { mul };\n"+main),
+	)
+	args := append(append([]string{"run"}, flags...), "--no-folder", "--json", "--lang", "javascript", "--tests", "mul(a, b) multiplies two numbers; the program prints mul(6, 7)")
+	code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, args...)
+	var res struct {
+		Success  bool
+		Language string
+		Attempts int
+		Output   string
+		Tests    string
+		Message  string
+		History  []struct {
+			ErrorClass agent.ErrorClass `json:"error_class"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v\nstdout %s\nstderr %s", code, err, stdout, stderr)
+	}
+	if !res.Success || res.Language != "javascript" || res.Attempts != 2 || res.Output != "42\n" || res.Tests != tests ||
+		len(res.History) != 2 || res.History[0].ErrorClass != agent.ClassAssertion {
+		t.Fatalf("result %+v", res)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	mustHave(t, "the tests request", string(reqs[0].Body), "solution.test.js", "node:test", "require(\\\"./solution.js\\\")")
+	mustHave(t, "the code request", string(reqs[1].Body), "node --test", "module.exports")
+	// node's failure with the compared values of assert.strictEqual.
+	mustHave(t, "the repair request", string(reqs[2].Body), "The tests failed (node --test exit status 1)", "not ok 1 - mul",
+		"7 !== 12", "expected: 12", "actual: 7")
+}
+
+// TestRunMinCoverageUsage: --min-coverage is a percent, for runs with
+// tests, in a language whose coverage is measured.
+func TestRunMinCoverageUsage(t *testing.T) {
+	_, flags := modelServer(t)
+	tests := filepath.Join(t.TempDir(), "t.test.js")
+	os.WriteFile(tests, []byte("require(\"node:test\");\n"), 0o644)
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--min-coverage", "50", "x"}, "needs --tests or --test-file"},
+		{[]string{"--min-coverage", "101", "--tests", "x"}, "want 0 to 100"},
+		{[]string{"--min-coverage", "50", "--lang", "javascript", "--test-file", tests, "x"}, "coverage is measured for python only"},
+		{[]string{"--lang", "bash", "--tests", "x"}, "test-driven mode needs javascript or python, not bash"},
+	} {
+		args := append(append([]string{"run", "--no-folder"}, flags...), c.extra...)
+		if code, _, stderr := runCLI(t, "", args...); code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q", c.extra, code, stderr)
+		}
+	}
+}
