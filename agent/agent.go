@@ -290,8 +290,8 @@ type Result struct {
 	// Tests are the tests that decided success (test-driven mode).
 	Tests      string    `json:"tests,omitempty"`
 	TestRounds []Attempt `json:"test_rounds,omitempty"`
-	// Coverage is the line coverage of the program by the tests in the
-	// last attempt where they passed (python).
+	// Coverage is the line coverage of the last attempt's program by the
+	// tests, when they passed on it (python).
 	Coverage *Coverage `json:"coverage,omitempty"`
 	// Message says why the run failed, when it did.
 	Message string `json:"message,omitempty"`
@@ -357,6 +357,10 @@ func (a *Agent) TestFile() string {
 	}
 	return a.tests.File
 }
+
+// HasTests reports whether language (a canonical name) has test-driven
+// mode and takes a caller's tests.
+func HasTests(language string) bool { return testRunners[language] != nil }
 
 // TestLanguages names the languages of test-driven mode, for messages:
 // "javascript or python".

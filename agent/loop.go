@@ -167,7 +167,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		at, done, err := r.attempt(ctx, n, fresh)
 		r.res.History = append(r.res.History, at)
-		r.res.Attempts = n
+		r.res.Attempts, r.res.Coverage = n, at.Coverage
 		if err != nil {
 			return err
 		}

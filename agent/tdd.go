@@ -144,7 +144,7 @@ func (r *run) runTests(ctx context.Context, n int, at *Attempt) (res sandbox.Res
 		r.debug(n, class, at.Code, res, true)
 		return res, false, nil
 	}
-	at.Coverage, r.res.Coverage = cov, cov
+	at.Coverage = cov
 	min := r.a.cfg.MinCoverage
 	switch {
 	case cov == nil || min <= 0:

@@ -46,5 +46,10 @@ const (
 	MaxIterationsCeiling = agent.MaxIterationsCeiling
 )
 
+// HasTests reports whether a language takes tests (see agent.HasTests);
+// TestLanguages names those that do.
+func HasTests(language string) bool { return agent.HasTests(language) }
+func TestLanguages() string         { return agent.TestLanguages() }
+
 // Observers is one Observer telling each of obs (nil ones skipped).
 func Observers(obs ...Observer) Observer { return agent.Observers(obs...) }

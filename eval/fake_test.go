@@ -18,7 +18,16 @@ import (
 	"github.com/codeagent/codeagent/sandbox/backends"
 )
 
-const humanEvalPath = "../../shared/data/humaneval.jsonl"
+// humanEvalPath is the shared HumanEval file beside the main checkout
+// (../shared from the repository root), or beside a worktree of it.
+var humanEvalPath = func() string {
+	for _, p := range []string{"../../shared/data/humaneval.jsonl", "../../../shared/data/humaneval.jsonl"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "../../shared/data/humaneval.jsonl"
+}()
 
 // The real parts shared by the tests: one warm sandbox and one checker,
 // as the CLI uses them.

@@ -40,6 +40,11 @@ type Summary struct {
 	Settings     []string `json:"score_settings"`
 	AgentSuccess Rate     `json:"agent_success"`
 	MeanAttempts float64  `json:"mean_attempts"`
+	// MeanCoverage is the mean line coverage of the final code by the
+	// agent's own tests over the CoverageSamples samples that report it
+	// (self mode: the agent succeeded and coverage was measured).
+	MeanCoverage    *float64 `json:"mean_coverage,omitempty"`
+	CoverageSamples int      `json:"coverage_samples,omitempty"`
 	// ErrorClasses counts the classes of failed attempts; ScoreClasses why
 	// final code failed the hidden tests.
 	ErrorClasses map[string]int `json:"error_classes"`
@@ -109,6 +114,7 @@ func Summarize(suite string, key Key, tasks int, recs []Record, ks ...int) Summa
 	settings := map[string]bool{}
 	attempts := 0
 	var wall int64
+	coverage := 0.0
 	for _, r := range recs {
 		if per[r.TaskID] == nil {
 			per[r.TaskID] = &count{}
@@ -143,6 +149,10 @@ func Summarize(suite string, key Key, tasks int, recs []Record, ks ...int) Summa
 		for _, c := range r.ErrorClasses {
 			s.ErrorClasses[string(c)]++
 		}
+		if r.Coverage != nil {
+			coverage += *r.Coverage
+			s.CoverageSamples++
+		}
 		attempts += r.Attempts
 		s.Tokens += r.Tokens
 		wall += r.WallMS
@@ -157,6 +167,10 @@ func Summarize(suite string, key Key, tasks int, recs []Record, ks ...int) Summa
 		s.MeanAttempts = float64(attempts) / n
 		s.TokensPerTask = float64(s.Tokens) / n
 		s.WallMSPerTask = float64(wall) / n
+	}
+	if s.CoverageSamples > 0 {
+		mean := coverage / float64(s.CoverageSamples)
+		s.MeanCoverage = &mean
 	}
 	s.Scored = len(order)
 	for _, id := range order {
@@ -230,6 +244,10 @@ func (s Summary) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "; this run took %s", seconds(float64(s.ElapsedMS)))
 	}
 	b.WriteString("\n")
+	if s.MeanCoverage != nil {
+		fmt.Fprintf(&b, "- mean line coverage of the final code by the agent's own tests: %.1f%% (%d sample(s) where it succeeded)\n",
+			*s.MeanCoverage, s.CoverageSamples)
+	}
 	if s.Errors > 0 {
 		fmt.Fprintf(&b, "- %d task(s) could not be run to the end; run again with the same --results to retry them\n", s.Errors)
 	}

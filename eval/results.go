@@ -37,6 +37,10 @@ type Record struct {
 	// ScoreClass and ScoreOutput say why the final code failed the tests.
 	ScoreClass  agent.ErrorClass `json:"score_class,omitempty"`
 	ScoreOutput string           `json:"score_output,omitempty"`
+	// Coverage is the percent of the final code's lines that the agent's
+	// own tests ran (self mode, when the agent succeeded and coverage was
+	// measured).
+	Coverage *float64 `json:"coverage,omitempty"`
 	// ScoredForm is the program a HumanEval task scored: "module" (the
 	// answer alone) or "completion" (the prompt, then the answer).
 	ScoredForm string `json:"scored_form,omitempty"`

@@ -296,6 +296,9 @@ func (r *Runner) runTask(ctx context.Context, j Job) (Record, error) {
 		r.log.Warn("task failed to run", "task", t.ID, "err", runErr)
 	}
 	rec.Attempts, rec.AgentSuccess = res.Attempts, res.Success
+	if c := res.Coverage; res.Success && c != nil && c.Unavailable == "" {
+		rec.Coverage = &c.Percent
+	}
 	rec.Requests, rec.InputTokens, rec.OutputTokens, rec.Tokens = res.Usage.Requests, res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.TotalTokens
 	for _, at := range append(append([]agent.Attempt(nil), res.TestRounds...), res.History...) {
 		if at.ErrorClass != agent.ClassNone {

@@ -231,6 +231,18 @@ func TestSelfModeScoresWithHiddenTests(t *testing.T) {
 	if s.Final.Passed != len(tasks) || s.PassAt[0].Passed != len(tasks) || s.AgentSuccess.Passed != len(tasks) {
 		t.Fatalf("summary %+v\n%+v", s, recs)
 	}
+	// The tests only check that the function exists: its body never runs,
+	// its def line does.
+	for _, rec := range recs {
+		if rec.Coverage == nil || *rec.Coverage <= 0 || *rec.Coverage >= 100 {
+			t.Errorf("%s: coverage %v, want the share of lines the tests ran", rec.TaskID, rec.Coverage)
+		}
+	}
+	var md strings.Builder
+	s.WriteMarkdown(&md)
+	if s.MeanCoverage == nil || s.CoverageSamples != len(tasks) || !strings.Contains(md.String(), "mean line coverage of the final code by the agent's own tests") {
+		t.Errorf("mean coverage %v over %d samples\n%s", s.MeanCoverage, s.CoverageSamples, md.String())
+	}
 	for _, task := range tasks {
 		for _, req := range m.requestsOf(task.ID) {
 			if strings.Contains(req, "def check(") {

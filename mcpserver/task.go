@@ -31,8 +31,8 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, argError("max_iterations %d: want 1 to %d", in.MaxIterations, app.MaxIterationsCeiling)
 	case int64(len(in.Tests)) > s.cfg.MaxCode:
 		return nil, out, argError("tests are larger than %s", sandbox.FormatSize(s.cfg.MaxCode))
-	case in.Tests != "" && l.Name != "python":
-		return nil, out, argError("tests need python (pytest), not %s", l.Name)
+	case in.Tests != "" && !app.HasTests(l.Name):
+		return nil, out, argError("tests need %s, not %s", app.TestLanguages(), l.Name)
 	case in.Mode != "" && in.Mode != app.ModeProgram && in.Mode != app.ModeTools && in.Mode != app.ModeAuto:
 		return nil, out, argError("mode %q: want program, tools or auto", in.Mode)
 	case in.MaxSteps < 0 || in.MaxSteps > 200:

@@ -9,7 +9,7 @@
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests nodejs gcc g++ procps docker.io debootstrap chromium
+pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-coverage python3-pip python3-requests nodejs gcc g++ procps docker.io debootstrap chromium
   etcd-server containerd runc containernetworking-plugins openssl curl util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
