@@ -27,7 +27,7 @@ var (
 	realErr     error
 )
 
-func realParts(t *testing.T) (sandbox.Sandbox, *safety.Checker) {
+func realParts(t testing.TB) (sandbox.Sandbox, *safety.Checker) {
 	t.Helper()
 	realOnce.Do(func() {
 		realSandbox, realErr = backends.Open("auto", backends.Options{})

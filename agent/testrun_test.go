@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -163,4 +164,34 @@ func TestCoverageWords(t *testing.T) {
 	if string(out) != "1 passed\n" || cov.Unavailable == "" {
 		t.Errorf("no report: %q, %+v", out, cov)
 	}
+}
+
+// BenchmarkTestsUnderCoverage measures what coverage adds to a test round:
+// the same pytest run in the real sandbox, plain and under coverage.py
+// (pythonCoverage), interleaved in each op so that both see the same
+// machine; reported as ms per run and their ratio.
+func BenchmarkTestsUnderCoverage(b *testing.B) {
+	sb, _ := realParts(b)
+	dir := b.TempDir()
+	os.WriteFile(filepath.Join(dir, "solution.py"), []byte(runnerCases["python"].right), 0o644)
+	os.WriteFile(filepath.Join(dir, TestFileName), []byte(runnerCases["python"].cases[0].tests), 0o644)
+	env := map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}
+	cov, _ := pythonCoverage("solution.py")
+	var plain, covered time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, c := range []struct {
+			cmd []string
+			d   *time.Duration
+		}{{testRunners["python"].Command, &plain}, {cov, &covered}} {
+			t0 := time.Now()
+			res, err := sb.Run(context.Background(), sandbox.Spec{Command: c.cmd, Workspace: dir, Env: env})
+			*c.d += time.Since(t0)
+			if err != nil || res.Status != sandbox.StatusOK {
+				b.Fatalf("%v %s %s", err, res.Status, res.Stderr)
+			}
+		}
+	}
+	b.ReportMetric(float64(plain.Milliseconds())/float64(b.N), "ms/plain")
+	b.ReportMetric(float64(covered.Milliseconds())/float64(b.N), "ms/coverage")
+	b.ReportMetric(float64(covered)/float64(plain), "ratio")
 }
