@@ -142,6 +142,23 @@ func TestPythonCoverageInSandbox(t *testing.T) {
 	}
 }
 
+// TestMinCoverageWithoutCoverage: where the sandbox has no coverage
+// module (here a coverage.py in the workspace that fails to import, as on
+// an image without python3-coverage), the tests still decide and the
+// result says coverage is unavailable; --min-coverage does not fail the run.
+func TestMinCoverageWithoutCoverage(t *testing.T) {
+	a, _, ws, _ := setup(t, Config{MinCoverage: 100}, map[string]string{"coverage.py": "raise ImportError('no coverage here')\n"},
+		py("def mul(a, b):\n    if a is None:\n        return 0\n    return a * b\n"))
+	tests := "from solution import mul\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"
+	res, err := a.Run(context.Background(), Task{Prompt: "mul(a, b) multiplies", Workspace: ws, TestCode: tests})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Success || res.Coverage == nil || !strings.Contains(res.Coverage.Unavailable, "no coverage module") || strings.Contains(res.Output, "@@") {
+		t.Fatalf("success %v, coverage %+v, output %q (%s)", res.Success, res.Coverage, res.Output, res.Message)
+	}
+}
+
 func TestCoverageWords(t *testing.T) {
 	for _, c := range []struct {
 		lines []int
