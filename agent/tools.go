@@ -27,6 +27,7 @@ var execTools = map[string]string{
 	"execute_python":     "python",
 	"execute_javascript": "javascript",
 	"execute_bash":       "bash",
+	"execute_go":         "go",
 }
 
 // ExecTool is the name of the execute tool that runs lang.

@@ -51,7 +51,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 		fs.PrintDefaults()
 	}
 	o := execOptions{Env: map[string]string{}}
-	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from the file extension)")
+	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: from the file extension)")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit (default 256MiB)")
 	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores for all its processes together (default 1)")
