@@ -17,7 +17,7 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 	if tests {
 		cmd, imports = pytestCommand, nil
 	}
-	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: imports}, r.a.lang.Env)
+	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: imports}, r.a.lang.Environ(r.ws.KeepsCache()))
 	if err != nil {
 		return res, "", err
 	}

@@ -20,6 +20,8 @@ type Language struct {
 	Aliases []string
 	// Interpreter runs a program file inside the sandbox.
 	Interpreter []string
+	// NeedsExt says the command runs only a file named with Ext (go run).
+	NeedsExt bool
 	// Env is added to the sandbox environment for this language.
 	Env map[string]string
 	// CacheEnv is added on top of Env where the environment keeps a build
@@ -80,7 +82,7 @@ var languages = []Language{
 		// Debian's golang-go: its standard library is precompiled, and a
 		// program builds from the standard library alone (no network).
 		Name: "go", Ext: ".go", Extensions: []string{".go"}, Aliases: []string{"golang"},
-		Interpreter: []string{"go", "run"},
+		Interpreter: []string{"go", "run"}, NeedsExt: true,
 		Env: map[string]string{
 			"GOCACHE":     "/tmp/go-build", // a one-shot execution builds cold
 			"GOPATH":      "/tmp/go",
