@@ -69,7 +69,7 @@ type Config struct {
 	// Verify asks the model, after each successful run, whether the output
 	// completes the task. Not used when tests decide success.
 	Verify bool
-	// Lang is the program's language: python (default), javascript or bash.
+	// Lang is the program's language: python (default), javascript, bash or go.
 	Lang string
 	// Limits bound each execution; zero fields take the sandbox defaults.
 	Limits sandbox.Limits

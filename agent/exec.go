@@ -16,7 +16,7 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 		return res, class, err
 	}
 	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: r.a.lang.Command(sandbox.WorkspacePath + "/" + r.a.SolutionFile()),
-		Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: r.imports}, r.a.lang.Env)
+		Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: r.imports}, r.a.lang.Environ(r.ws.KeepsCache()))
 	if err != nil {
 		return res, "", err
 	}
@@ -34,7 +34,7 @@ func (r *run) execTests(ctx context.Context, n int, phase string, cover bool) (s
 	if cover && tr.Coverage != nil {
 		cmd, marker = tr.Coverage(r.a.SolutionFile())
 	}
-	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network}, r.a.lang.Env)
+	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network}, r.a.lang.Environ(r.ws.KeepsCache()))
 	if err != nil {
 		return res, "", nil, err
 	}

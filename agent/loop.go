@@ -128,6 +128,7 @@ var packages = map[string]string{
 	"python":     "the Python standard library, pandas, numpy and matplotlib",
 	"javascript": "node's built-in modules",
 	"bash":       "bash and the usual coreutils, sed, awk and grep",
+	"go":         "the Go standard library (Go 1.19, no modules to download)",
 }
 
 // packages names what a program may use, for the prompt: the image's, and

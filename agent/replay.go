@@ -70,7 +70,7 @@ func (t *toolRun) replay(ctx context.Context, code, want string) (sandbox.Result
 	}
 	lim := t.byName[ExecTool(t.a.lang.Name)].limits
 	res, err := t.sandboxRun(ctx, sandbox.Spec{Command: t.a.lang.Command(sandbox.WorkspacePath + "/" + t.a.SolutionFile()),
-		Workspace: fresh.Dir, Limits: lim}, t.a.lang.Env)
+		Workspace: fresh.Dir, Limits: lim}, t.a.lang.Env) // no build cache: the fresh workspace holds only what the run had
 	if err != nil {
 		return res, "", err
 	}

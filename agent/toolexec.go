@@ -138,7 +138,7 @@ func (t *toolRun) execute(ctx context.Context, e Event, d *toolDef, code string,
 	} else {
 		file := "/code/step" + d.lang.Ext
 		res, err = t.sandboxRun(ctx, sandbox.Spec{Command: d.lang.Command(file), Files: []sandbox.File{{Path: file, Data: []byte(code)}},
-			Workspace: t.ws.Dir, Limits: d.limits}, d.lang.Env)
+			Workspace: t.ws.Dir, Limits: d.limits}, d.lang.Environ(t.ws.KeepsCache()))
 	}
 	if err != nil {
 		return "", err

@@ -27,6 +27,7 @@ var execTools = map[string]string{
 	"execute_python":     "python",
 	"execute_javascript": "javascript",
 	"execute_bash":       "bash",
+	"execute_go":         "go",
 }
 
 // ExecTool is the name of the execute tool that runs lang.
@@ -150,13 +151,15 @@ func (d toolDef) paramList() string {
 	return strings.Join(names, ", ")
 }
 
-// toolset builds the tools offered: the execute tools of cfg.Tools (all
-// three when nil) and the workspace tools.
+// toolset builds the tools offered: the execute tools of cfg.Tools (when
+// nil, Python's, JavaScript's and bash's, and execute_go to a Go run only,
+// so that what every other run's request offers stays as it was) and the
+// workspace tools.
 func (a *Agent) toolset() []toolDef {
 	var defs []toolDef
 	names := make([]string, 0, len(execTools))
 	for name := range execTools {
-		if _, ok := a.cfg.Tools[name]; ok || a.cfg.Tools == nil {
+		if _, ok := a.cfg.Tools[name]; ok || (a.cfg.Tools == nil && (name != "execute_go" || a.lang.Name == "go")) {
 			names = append(names, name)
 		}
 	}
@@ -194,8 +197,10 @@ func toolOrder(name string) int {
 		return 0
 	case "execute_javascript":
 		return 1
+	case "execute_bash":
+		return 2
 	}
-	return 2
+	return 3
 }
 
 // llmTools is the toolset as the model gets it.

@@ -31,6 +31,10 @@ type Program struct {
 	Env     map[string]string // besides the language's own
 	Limits  sandbox.Limits
 	Network *sandbox.Network
+	// Cache keeps the language's build cache (Go's) in the workspace's
+	// lang.CacheDir between executions: for a session's workspace, whose
+	// next program then builds warm; a one-shot execution builds cold.
+	Cache bool
 }
 
 // Spec is p's sandbox.Spec with dir as its workspace: the program written
@@ -42,10 +46,7 @@ func (p Program) Spec(dir string) sandbox.Spec {
 		name = "main" + p.Lang.Ext
 	}
 	path := "/code/" + name
-	env := maps.Clone(p.Lang.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
+	env := p.Lang.Environ(p.Cache)
 	maps.Copy(env, p.Env)
 	return sandbox.Spec{Command: append(p.Lang.Command(path), p.Args...), Workspace: dir, Files: []sandbox.File{{Path: path, Data: p.Code}},
 		Env: env, Stdin: p.Stdin, Limits: p.Limits, Network: p.Network, Imports: safety.ImportsHint(context.Background(), p.Lang.Name, p.Code)}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Docker backend's image, codeagent-sandbox:latest, without any
 # container registry: debootstrap a minimal Debian bookworm from the host's
-# apt mirror, install the runtimes into it, add the sandbox user (uid 1000),
+# apt mirror, install the runtimes (Python, node, Go) into it, add the sandbox user (uid 1000),
 # and `docker import` the tree. The result is equivalent to images/Dockerfile.
 #
 # Cached: the image carries a label with a hash of this script, and the build
@@ -16,7 +16,7 @@ cd "$(dirname "$self")"
 image=${CODEAGENT_IMAGE:-codeagent-sandbox:latest}
 cache=${CODEAGENT_IMAGE_CACHE:-/var/cache/codeagent}
 timeout_secs=${BUILD_TIMEOUT:-1800}
-packages="python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests curl nodejs npm"
+packages="python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests python3-coverage curl nodejs npm golang-go"
 hash=$(sha256sum build-offline.sh | cut -c1-16)
 
 if [ "${1:-}" != "--force" ] && [ "${_CODEAGENT_INNER:-}" = "" ]; then
@@ -81,6 +81,7 @@ in_root apt-get install -y -qq --no-install-recommends $packages >"$cache/apt.lo
   { tail -n 30 "$cache/apt.log" >&2; exit 1; }
 in_root python3 -c 'import pandas, numpy, matplotlib, pytest'
 in_root node -e 'process.exit(0)'
+in_root go version
 in_root useradd --uid 1000 --user-group --home-dir /tmp --no-create-home --shell /bin/bash sandbox
 mkdir -p "$root/workspace" "$root/code"
 rmdir "$root/home" "$root/mnt" "$root/media" "$root/srv" "$root/opt" 2>/dev/null || true

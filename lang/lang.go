@@ -10,7 +10,7 @@ import (
 
 // Language is one supported programming language.
 type Language struct {
-	// Name is the canonical name: python, javascript or bash.
+	// Name is the canonical name: python, javascript, bash or go.
 	Name string
 	// Ext is the file extension of a program, with the dot.
 	Ext string
@@ -20,8 +20,39 @@ type Language struct {
 	Aliases []string
 	// Interpreter runs a program file inside the sandbox.
 	Interpreter []string
+	// NeedsExt says the command runs only a file named with Ext (go run).
+	NeedsExt bool
 	// Env is added to the sandbox environment for this language.
 	Env map[string]string
+	// CacheEnv is added on top of Env where the environment keeps a build
+	// cache between its executions (a session's or a run's own workspace,
+	// see CacheDir): variables that point the cache below it.
+	CacheEnv map[string]string
+}
+
+// CacheDir is the directory, at the top of a workspace, where languages
+// keep their build caches between the executions of one session or run
+// (Go's GOCACHE). The workspace package leaves it out of listings,
+// snapshots and a folder's changes; it is never copied from a folder.
+const CacheDir = ".codeagent-cache"
+
+// cachePath is CacheDir as the program sees it (the workspace is
+// /workspace, see sandbox.WorkspacePath).
+const cachePath = "/workspace/" + CacheDir
+
+// Environ is the environment l adds to the sandbox's: Env, and CacheEnv
+// on top when cached.
+func (l Language) Environ(cached bool) map[string]string {
+	env := make(map[string]string, len(l.Env)+len(l.CacheEnv))
+	for k, v := range l.Env {
+		env[k] = v
+	}
+	if cached {
+		for k, v := range l.CacheEnv {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 // Command returns the argv that runs the program at path.
@@ -47,16 +78,42 @@ var languages = []Language{
 		Name: "bash", Ext: ".sh", Extensions: []string{".sh", ".bash"}, Aliases: []string{"sh"},
 		Interpreter: []string{"bash"},
 	},
+	{
+		// Debian's golang-go: its standard library is precompiled, and a
+		// program builds from the standard library alone (no network).
+		Name: "go", Ext: ".go", Extensions: []string{".go"}, Aliases: []string{"golang"},
+		Interpreter: []string{"go", "run"}, NeedsExt: true,
+		Env: map[string]string{
+			"GOCACHE":     "/tmp/go-build", // a one-shot execution builds cold
+			"GOPATH":      "/tmp/go",
+			"GOFLAGS":     "-mod=mod",
+			"GOTOOLCHAIN": "local", // never fetch another toolchain
+			"GOPROXY":     "off",   // no network: nothing to download
+			"GOSUMDB":     "off",
+			"CGO_ENABLED": "0", // no C compiler needed, no cgo
+		},
+		CacheEnv: map[string]string{"GOCACHE": cachePath + "/go-build"},
+	},
 }
 
 // Describe names the languages and their aliases, for help texts and
-// schemas: "python (py, python3), javascript (js, node) or bash (sh)".
+// schemas: "python (py, python3), javascript (js, node), bash (sh) or go
+// (golang)".
 func Describe() string {
 	var parts []string
 	for _, l := range languages {
 		parts = append(parts, l.Name+" ("+strings.Join(l.Aliases, ", ")+")")
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
+// names lists the canonical names: "python, javascript, bash or go".
+func names() string {
+	var n []string
+	for _, l := range languages {
+		n = append(n, l.Name)
+	}
+	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
 }
 
 // All returns the supported languages.
@@ -75,7 +132,7 @@ func Lookup(name string) (Language, error) {
 			}
 		}
 	}
-	return Language{}, fmt.Errorf("unknown language %q (want python, javascript or bash)", name)
+	return Language{}, fmt.Errorf("unknown language %q (want %s)", name, names())
 }
 
 // Detect returns the language of a file from its extension.
@@ -88,5 +145,5 @@ func Detect(filename string) (Language, error) {
 			}
 		}
 	}
-	return Language{}, fmt.Errorf("cannot tell the language of %q from its extension: use --lang python, javascript or bash", filename)
+	return Language{}, fmt.Errorf("cannot tell the language of %q from its extension: use --lang %s", filename, names())
 }

@@ -143,6 +143,7 @@ var toolLanguages = map[string]string{
 	"execute_python":     "python",
 	"execute_javascript": "javascript",
 	"execute_bash":       "bash",
+	"execute_go":         "go",
 }
 
 // ToolName is the manifest's name of the tool that runs lang.

@@ -160,7 +160,7 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return s.executeCell(ctx, st, ws, in, limits, before, x)
 	}
 	spec := app.Program{Lang: l, Code: []byte(in.Code), Stdin: strings.NewReader(in.Stdin), Limits: limits,
-		Network: network}.Spec(ws.Dir)
+		Network: network, Cache: ws.KeepsCache()}.Spec(ws.Dir)
 	if !depReq.Empty() {
 		lease, err := app.EnsureDependencies(ctx, s.deps.Envs, depReq, x.Rec)
 		if err != nil {

@@ -27,7 +27,7 @@ type Limits struct {
 
 // ExecuteInput is execute_code's input.
 type ExecuteInput struct {
-	Language string            `json:"language" jsonschema:"python, javascript or bash"`
+	Language string            `json:"language" jsonschema:"python, javascript, bash or go"`
 	Code     string            `json:"code" jsonschema:"the complete program; it runs with the session's workspace as working directory"`
 	Files    map[string]string `json:"files,omitempty" jsonschema:"text files to write into the workspace first: plain name to content"`
 	Stdin    string            `json:"stdin,omitempty" jsonschema:"the program's standard input"`
@@ -60,7 +60,7 @@ type ExecuteOutput struct {
 
 // CheckInput is check_code's input.
 type CheckInput struct {
-	Language string `json:"language" jsonschema:"python, javascript or bash"`
+	Language string `json:"language" jsonschema:"python, javascript, bash or go"`
 	Code     string `json:"code" jsonschema:"the code to check"`
 }
 

@@ -23,10 +23,11 @@ const (
 	Python     Language = "python"
 	JavaScript Language = "javascript"
 	Bash       Language = "bash"
+	Go         Language = "go"
 )
 
 // Languages lists the supported languages.
-func Languages() []Language { return []Language{Python, JavaScript, Bash} }
+func Languages() []Language { return []Language{Python, JavaScript, Bash, Go} }
 
 // ParseLanguage returns the Language called name or one of its aliases
 // ("py", "js", ...), as package lang, the one registry of languages,
@@ -114,6 +115,7 @@ func New(p *Policy) (*Checker, error) {
 			Python:     newPythonAnalyser(p, py),
 			JavaScript: newJSAnalyser(p, js),
 			Bash:       newBashAnalyser(p, sh),
+			Go:         newGoAnalyser(p),
 		},
 		pools: []*parserPool{py, js, sh},
 	}, nil

@@ -59,6 +59,7 @@ const (
 	RuleProcessAccess       = "process-access"
 	RuleNestedShellTooDeep  = "nested-shell"
 	RuleUnsupportedLanguage = "unsupported-language"
+	RuleForbiddenFunction   = "forbidden-function"
 )
 
 // ruleCatalog describes each rule in one line; it is what `disable` accepts
@@ -91,6 +92,7 @@ var ruleCatalog = map[string]string{
 	RuleProcessAccess:       "a forbidden property of process (binding, dlopen, kill, ...)",
 	RuleNestedShellTooDeep:  "shell code nested in sh -c deeper than the checker follows",
 	RuleUnsupportedLanguage: "the language is not supported",
+	RuleForbiddenFunction:   "any reference to a forbidden function of an allowed Go package (os.StartProcess, ...)",
 }
 
 // Rules returns the rule ids with their one-line descriptions, sorted by id.

@@ -29,6 +29,17 @@ const (
 )
 
 // Policy is what the checker forbids. It is plain data, loaded from YAML;
+// GoPolicy holds the Go rules' lists. A package pattern is an import path,
+// or one ending in "/..." for a package and every package below it.
+type GoPolicy struct {
+	ForbiddenPackages []string `yaml:"forbidden_packages"` // deny mode
+	AllowedPackages   []string `yaml:"allowed_packages"`   // allow mode
+	// ForbiddenFunctions and EnvironmentFunctions are "import/path.Name";
+	// any reference is reported.
+	ForbiddenFunctions   []string `yaml:"forbidden_functions"`
+	EnvironmentFunctions []string `yaml:"environment_functions"`
+}
+
 // DefaultPolicy returns the built-in one. Validate it before use (New does).
 type Policy struct {
 	Mode          Mode     `yaml:"mode"`
@@ -43,6 +54,7 @@ type Policy struct {
 	Python             PythonPolicy     `yaml:"python"`
 	JavaScript         JavaScriptPolicy `yaml:"javascript"`
 	Bash               BashPolicy       `yaml:"bash"`
+	Go                 GoPolicy         `yaml:"go"`
 }
 
 // FilePolicy says which paths outside the workspace code may name.
@@ -164,6 +176,8 @@ var (
 	dottedName  = lazyre.New(`^[\pL_][\pL\pN_]*(\.[\pL_][\pL\pN_]*)*$`)
 	jsModule    = lazyre.New(`^[@a-zA-Z0-9_][a-zA-Z0-9_./@-]*$`)
 	commandName = lazyre.New(`^[a-zA-Z0-9_.+-]+$`)
+	goPackage   = lazyre.New(`^[\w.~+-]+(/[\w.~+-]+)*$`)
+	goFunction  = lazyre.New(`^[\w.~+-]+(/[\w.~+-]+)*\.[\pL_][\pL\pN_]*$`)
 )
 
 // Validate checks every field and returns all problems joined; each is a
@@ -242,6 +256,10 @@ func (p *Policy) Validate() error {
 	names("javascript.forbidden_process", js.ForbiddenProcess, dottedName, "an identifier")
 	names("bash.forbidden_commands", p.Bash.ForbiddenCommands, commandName, "a command name")
 	names("bash.write_commands", p.Bash.WriteCommands, commandName, "a command name")
+	names("go.forbidden_packages", p.Go.ForbiddenPackages, goPackage, `an import path, optionally ending in "/..."`)
+	names("go.allowed_packages", p.Go.AllowedPackages, goPackage, `an import path, optionally ending in "/..."`)
+	names("go.forbidden_functions", p.Go.ForbiddenFunctions, goFunction, "a qualified name such as os.StartProcess")
+	names("go.environment_functions", p.Go.EnvironmentFunctions, goFunction, "a qualified name such as os.Getenv")
 	return errors.Join(errs...)
 }
 

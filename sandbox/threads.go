@@ -6,8 +6,11 @@ import (
 )
 
 // ThreadVars name the thread-pool sizes that numerical libraries read
-// when they start (OpenMP, OpenBLAS, MKL, numexpr, Accelerate).
-var ThreadVars = []string{"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"}
+// when they start (OpenMP, OpenBLAS, MKL, numexpr, Accelerate), and Go's
+// GOMAXPROCS: Go 1.19 sizes it by the host's CPUs, not the CPU limit, and
+// go run's go, compile and link then start threads enough to hit the
+// process limit (64) from 16 host CPUs on ("fatal error: newosproc").
+var ThreadVars = []string{"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "GOMAXPROCS"}
 
 // WithThreadEnv returns env with each of ThreadVars that env does not set
 // set to cpus rounded up (at least 1). Left alone, those libraries start a

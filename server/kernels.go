@@ -90,7 +90,7 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	}
 	if !keep {
 		spec := app.Program{Lang: l, Code: []byte(req.Code), Stdin: strings.NewReader(req.Stdin), Env: req.Env,
-			Limits: limits}.Spec(ws.Dir)
+			Limits: limits, Cache: ws.KeepsCache()}.Spec(ws.Dir)
 		res, err := x.Run(r.Context(), spec)
 		if err != nil {
 			s.writeError(w, r, err)

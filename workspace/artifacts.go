@@ -78,7 +78,8 @@ var noise = map[string]bool{"__pycache__": true, ".pytest_cache": true, "node_mo
 
 // Snapshot walks the workspace without following symbolic links, and
 // without descending into another file system mounted below it (such a
-// directory is in Skipped).
+// directory is in Skipped). Noise and the build cache (lang.CacheDir) are
+// left out: no listing, artifact or change shows them.
 func (w *Workspace) Snapshot(lim Limits) (Snapshot, error) {
 	lim = lim.withDefaults()
 	root, err := os.OpenRoot(w.Dir)
@@ -109,7 +110,7 @@ func (w *Workspace) Snapshot(lim Limits) (Snapshot, error) {
 		t := d.Type()
 		switch {
 		case t.IsDir():
-			if noise[d.Name()] {
+			if noise[d.Name()] || isCache(rel) {
 				return fs.SkipDir
 			}
 			if other, err := mounts.elsewhere(rel, d); err != nil || other {

@@ -78,7 +78,9 @@ type seedID struct {
 }
 
 // folderNoise are directories neither offered nor compared: the caches
-// interpreters leave (see noise), which a program remakes.
+// interpreters leave (see noise), which a program remakes. So is the
+// build cache at the top (lang.CacheDir): the run's own, never the
+// folder's.
 var folderNoise = map[string]bool{"__pycache__": true, ".pytest_cache": true}
 
 // ScanFolder records the regular files and directories of dir without
@@ -190,7 +192,7 @@ func walkTree(d *os.File, visit func(rel string, st *unix.Stat_t) error) ([]Skip
 					return err
 				}
 			case unix.S_IFDIR:
-				if folderNoise[name] {
+				if folderNoise[name] || isCache(rel) {
 					continue
 				}
 				if st.Dev != rootSt.Dev {

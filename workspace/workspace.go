@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/codeagent/codeagent/internal/lazyre"
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/procid"
 	"github.com/codeagent/codeagent/sandbox"
 )
@@ -31,6 +32,7 @@ type Workspace struct {
 	// Dir is the absolute host path.
 	Dir  string
 	temp bool
+	own  bool // codeagent's own directory (temporary or in a data directory)
 }
 
 // New returns the workspace at dir, created if missing, or a fresh
@@ -72,7 +74,7 @@ func NewBeneath(base, rel string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	return marked(&Workspace{Dir: dir})
+	return marked(&Workspace{Dir: dir, own: true})
 }
 
 var sweepOnce sync.Once
@@ -88,7 +90,7 @@ func NewTemp(base, prefix string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create workspace: %w", err)
 	}
-	return marked(&Workspace{Dir: dir, temp: true})
+	return marked(&Workspace{Dir: dir, temp: true, own: true})
 }
 
 // SweepTemp removes the temporary workspaces named prefix+tag in base
@@ -109,6 +111,16 @@ func marked(w *Workspace) (*Workspace, error) {
 	}
 	return w, nil
 }
+
+// KeepsCache reports whether programs in w may keep build caches in its
+// lang.CacheDir between executions: only in codeagent's own workspaces
+// (temporary ones, a session's), never in a directory of the user's
+// (--workdir), which must not gain a directory it did not ask for.
+func (w *Workspace) KeepsCache() bool { return w.own }
+
+// isCache reports whether rel, relative to a workspace, is its cache
+// directory, which listings, snapshots and a folder's changes leave out.
+func isCache(rel string) bool { return rel == lang.CacheDir }
 
 // Temporary reports whether Close removes the directory.
 func (w *Workspace) Temporary() bool { return w.temp }

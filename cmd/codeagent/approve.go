@@ -12,6 +12,7 @@ import (
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/termtext"
@@ -188,7 +189,10 @@ func (t *termApprover) edit(ctx context.Context, code, language string) (string,
 	if editor == "" {
 		editor = "vi"
 	}
-	ext := map[string]string{"python": ".py", "javascript": ".js", "bash": ".sh"}[language]
+	ext := ""
+	if l, err := lang.Lookup(language); err == nil {
+		ext = l.Ext
+	}
 	f, err := os.CreateTemp("", "codeagent-approve-*"+ext)
 	if err != nil {
 		return "", err

@@ -53,7 +53,7 @@ func cmdCheck(ctx context.Context, s stdio, args []string) int {
 	o := checkOptions{Stdin: s.in}
 	fs.BoolVar(&o.JSON, "json", false, `print {"files":[{"file","safe","findings":[...]}]}`)
 	fs.StringVar(&o.PolicyFile, "policy", "", "YAML policy decoded on top of the built-in one")
-	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from each file's extension)")
+	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: from each file's extension)")
 	sizeVar(fs, &o.MaxSize, "max-size", sizeBounds{min: 1 << 10, max: safety.MaxInputLimit},
 		"largest file checked; a larger one is a finding, read no further (default 4MiB, or the policy's max_input_bytes)")
 	if code, done := parseFlags(fs, args); done {
@@ -119,7 +119,7 @@ func runCheck(ctx context.Context, o checkOptions) (checkResult, error) {
 		if lang == "" {
 			l, ok := safety.LanguageForFile(name)
 			if !ok {
-				return checkResult{}, usagef("%s: cannot tell the language from the extension; pass --lang python, javascript or bash", name)
+				return checkResult{}, usagef("%s: cannot tell the language from the extension; pass --lang python, javascript, bash or go", name)
 			}
 			lang = l
 		}

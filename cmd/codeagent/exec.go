@@ -51,7 +51,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 		fs.PrintDefaults()
 	}
 	o := execOptions{Env: map[string]string{}}
-	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: from the file extension)")
+	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: from the file extension)")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit (default 256MiB)")
 	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores for all its processes together (default 1)")
@@ -243,10 +243,14 @@ func readProgram(o execOptions, stdin io.Reader) ([]byte, lang.Language, error) 
 var safeName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // programName is the program's file name inside the sandbox: the original
-// base name when it is plain, so that tracebacks look familiar.
+// base name when it is plain, so that tracebacks look familiar (with the
+// language's extension where its command needs it: go run prog.go).
 func programName(file string, l lang.Language) string {
 	base := filepath.Base(file)
 	if file != "-" && safeName.MatchString(base) {
+		if l.NeedsExt && filepath.Ext(base) != l.Ext {
+			base = strings.TrimSuffix(base, filepath.Ext(base)) + l.Ext
+		}
 		return base
 	}
 	return "main" + l.Ext

@@ -107,8 +107,8 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 		"requiring ./solution.js); success means they pass")
 	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: passing tests must run at least this percent of the program's lines (python)")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
-	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: the one the task names, as in \"a bash script\",\n"+
-		"\"in JavaScript\" or \"main.js\"; else the manifest's only tool language; else python)")
+	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: the one the task names, as in \"a bash script\",\n"+
+		"\"in JavaScript\", \"a Go program\" or \"main.js\"; else the manifest's only tool language; else python)")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of each program run (default 256MiB)")
 	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores of each program run (default 1)")

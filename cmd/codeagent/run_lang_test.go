@@ -20,6 +20,8 @@ func TestRunLanguageFromTheTask(t *testing.T) {
 		{"JavaScriptFromTheTask", "In JavaScript, print 6 times 7", "", "```javascript\nconsole.log(6 * 7)\n```", "42", "javascript"},
 		{"FlagDecides", "write a bash script that prints 42", "python", "```python\nprint(42)\n```", "42", "python"},
 		{"PythonByDefault", "print 6 times 7", "", "```python\nprint(6 * 7)\n```", "42", "python"},
+		{"GoFromTheTask", "write a Go program that prints 6*7", "", "```go\n" + goProgram + "```", "42", "go"},
+		{"GoFlag", "print 6 times 7", "go", "```go\n" + goProgram + "```", "42", "go"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, flags := modelServer(t, llmtest.Say(c.answer))

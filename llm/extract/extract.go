@@ -73,6 +73,7 @@ var languages = map[string][]string{
 	"python":     {"python", "py", "python3", "py3", "python2", "ipython", "python-repl"},
 	"javascript": {"javascript", "js", "node", "nodejs", "mjs", "cjs", "ecmascript"},
 	"bash":       {"bash", "sh", "shell", "zsh", "shellscript", "shell-script"},
+	"go":         {"go", "golang"},
 }
 
 // Normalize returns a canonical language name for lang or one of its
@@ -92,7 +93,7 @@ func Normalize(lang string) string {
 	return ""
 }
 
-// Code extracts the program in lang ("python", "javascript", "bash" or an
+// Code extracts the program in lang ("python", "javascript", "bash", "go" or an
 // alias) from answer, by the rule in the package comment.
 func Code(answer, lang string) (Result, error) {
 	target := Normalize(lang)

@@ -212,9 +212,20 @@ func TestCodeUnknownLanguage(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
-	for in, want := range map[string]string{"py": "python", "Python3": "python", "node": "javascript", "sh": "bash", "go": ""} {
+	for in, want := range map[string]string{"py": "python", "Python3": "python", "node": "javascript", "sh": "bash", "go": "go", "Golang": "go", "cobol": ""} {
 		if got := Normalize(in); got != want {
 			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCodeGo: a Go program is found in a go block, and in an untagged one
+// beside prose and a shell command.
+func TestCodeGo(t *testing.T) {
+	prog := "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tx := 6 * 7\n\tfmt.Println(x)\n}\n"
+	for _, answer := range []string{"```go\n" + prog + "```", "Run it with:\n```\ngo run main.go\n```\nThe program:\n```\n" + prog + "```"} {
+		if r, err := Code(answer, "go"); err != nil || r.Code != prog {
+			t.Errorf("Code(%q) = %q, %v", answer, r.Code, err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 var signs = map[string]*lazyre.Regexp{
 	"python":     lazyre.New(`^(#!.*python|\s*(def \w+\s*\(|async def |class \w+[(:]|import \w|from [\w.]+ import |print\(|if __name__|elif .+:\s*$|else:\s*$|try:\s*$|except\b.*:\s*$|for .+ in .+:\s*$|while .+:\s*$|with .+:\s*$|return\b|@\w+|[A-Za-z_]\w*(\s*,\s*\w+)*\s+=\s+\S|[A-Za-z_][\w.]*\(.*\)\s*$))`),
 	"javascript": lazyre.New(`^(#!.*node|\s*(function\b|async function\b|const |let |var |console\.\w+\(|import .* from ['"]|export |module\.exports|.*\brequire\(['"]|.*=>\s*\{?\s*$|\}\)?;?\s*$|.*;\s*$))`),
+	"go":         lazyre.New(`^(\s*(package \w+\s*$|import \(|import "|func \w*\s*\(|func \(\w+ \*?\w+\)|type \w+ (struct|interface)\b|\w+(, \w+)* := |fmt\.\w+\(|var \w+ \w+|defer |go func\b|for .* := range |if err != nil))`),
 	"bash":       lazyre.New(`^(#!.*\b(ba|z)?sh\b|\s*(echo |printf |set -[euxo]|if \[|fi\s*$|done\s*$|esac\s*$|for \w+ in .*; do|while .*; do|\w+=("|'|\$|\S+$)|export \w+=|cd |mkdir |ls\b|grep |sed |awk |cat |read -r))`),
 }
 
@@ -46,6 +47,7 @@ var (
 	pyDefRE  = lazyre.New(`^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]`)
 	pyImpRE  = lazyre.New(`^(?:from\s+\S+\s+)?import\s+(.+)$`)
 	jsDefRE  = lazyre.New(`^(?:export\s+(?:default\s+)?)?(?:(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)|class\s+([A-Za-z_$][\w$]*)|(?:const|let|var)\s+([A-Za-z_$][\w$]*))`)
+	goDefRE  = lazyre.New(`^(?:func\s+([A-Za-z_]\w*)|type\s+([A-Za-z_]\w*)|(?:var|const)\s+([A-Za-z_]\w*))`)
 	shDefRE  = lazyre.New(`^(?:function\s+([A-Za-z_][\w-]*)|([A-Za-z_][\w-]*)\s*\(\)\s*\{?|([A-Za-z_]\w*)=)`)
 	aliasRE  = lazyre.New(`(?:^|,)\s*([\w.]+)(?:\s+as\s+(\w+))?`)
 	identsRE = lazyre.New(`[A-Za-z_$][\w$]*`)
@@ -80,6 +82,8 @@ func defs(code, lang string) map[string]bool {
 			m = jsDefRE.FindStringSubmatch(l)
 		case "bash":
 			m = shDefRE.FindStringSubmatch(l)
+		case "go":
+			m = goDefRE.FindStringSubmatch(l)
 		}
 		for _, name := range m[min(1, len(m)):] {
 			if name != "" {

@@ -8,8 +8,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 )
+
+// goProgram is a Go program with goroutines that writes go.txt and prints 42.
+const goProgram = `package main
+
+import (
+	"fmt"
+	"os"
+	"sync"
+)
+
+func main() {
+	var wg sync.WaitGroup
+	out := make([]int, 8)
+	for i := range out {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); out[i] = 6 * i }(i)
+	}
+	wg.Wait()
+	os.WriteFile("go.txt", []byte("ok"), 0o644)
+	fmt.Println(out[7])
+}
+`
 
 // RunBenign checks that ordinary programs behave as they would on a host.
 func RunBenign(t *testing.T, sb sandbox.Sandbox) {
@@ -33,6 +56,29 @@ func RunBenign(t *testing.T, sb sandbox.Sandbox) {
 		wantStatus(t, res, sandbox.StatusOK)
 		if !strings.HasPrefix(string(res.Stdout), "42 from") {
 			t.Fatalf("bash stdout %q", res.Stdout)
+		}
+	})
+	t.Run("Go", func(t *testing.T) {
+		// go run builds in the sandbox (go, compile and link are processes
+		// of their own) with its build cache in the workspace, as a
+		// session's: the second build finds the first one's cache.
+		golang, err := lang.Lookup("go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := t.TempDir()
+		for i := range 2 {
+			res := execute(t, sb, program{lang: "go", code: goProgram, ws: ws, env: golang.CacheEnv})
+			wantStatus(t, res, sandbox.StatusOK)
+			if string(res.Stdout) != "42\n" {
+				t.Fatalf("run %d: stdout %q, stderr %s", i+1, res.Stdout, res.Stderr)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "go.txt")); err != nil || string(b) != "ok" {
+			t.Errorf("go.txt = %q, %v", b, err)
+		}
+		if fi, err := os.Stat(filepath.Join(ws, lang.CacheDir, "go-build")); err != nil || !fi.IsDir() {
+			t.Errorf("no build cache in the workspace: %v", err)
 		}
 	})
 	t.Run("ExitCode", func(t *testing.T) {

@@ -188,17 +188,18 @@ func envLeak(t *testing.T, sb sandbox.Sandbox) {
 
 // threadPools checks that numerical libraries are told the CPU limit, not
 // the host's CPU count (see sandbox.WithThreadEnv), unless the program's
-// environment says otherwise.
+// environment says otherwise; so is Go's runtime (GOMAXPROCS), whose
+// go run would otherwise reach the process limit on a large host.
 func threadPools(t *testing.T, sb sandbox.Sandbox) {
-	code := "echo $OMP_NUM_THREADS $OPENBLAS_NUM_THREADS $MKL_NUM_THREADS"
+	code := "echo $OMP_NUM_THREADS $OPENBLAS_NUM_THREADS $MKL_NUM_THREADS $GOMAXPROCS"
 	for _, c := range []struct {
 		cpus float64
 		env  map[string]string
 		want string
 	}{
-		{0, nil, "1 1 1"},
-		{1.5, nil, "2 2 2"},
-		{1, map[string]string{"OPENBLAS_NUM_THREADS": "3"}, "1 3 1"},
+		{0, nil, "1 1 1 1"},
+		{1.5, nil, "2 2 2 2"},
+		{1, map[string]string{"OPENBLAS_NUM_THREADS": "3"}, "1 3 1 1"},
 	} {
 		res := execute(t, sb, program{lang: "bash", code: code, env: c.env, limits: sandbox.Limits{CPUs: c.cpus}})
 		wantStatus(t, res, sandbox.StatusOK)
