@@ -100,6 +100,10 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 		x.Code = gv.code
 		at.Code = r.a.redact.String(x.Code)
 	}
+	if tr.HasTests != nil && !tr.HasTests(x.Code) {
+		at.ErrorClass = ClassVacuousTests
+		return tr.NoTests, "", false, nil
+	}
 	if err := r.ws.WriteFile(tr.File, []byte(x.Code)); err != nil {
 		return "", "", false, err
 	}

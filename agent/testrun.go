@@ -37,6 +37,10 @@ type testRunner struct {
 	Shape string
 	// NoTests says how the runner finds tests, when it found none.
 	NoTests string
+	// HasTests, when set, tells from the tests' text whether they hold a
+	// test at all, for runners whose stub round cannot say (Go's tests do
+	// not build on the stub); nil: the run says.
+	HasTests func(tests string) bool
 	// Outcome reads a run of Command.
 	Outcome func(sandbox.Result) testOutcome
 	// FailedLine picks the line naming the first failed test from the
@@ -84,6 +88,7 @@ var testRunners = map[string]*testRunner{
 		NoTests: "node --test found no tests in them (call test(\"name\", () => { ... }) from node:test)",
 		Outcome: nodeOutcome, FailedLine: nodeFailedLine,
 	},
+	"go": goRunner,
 }
 
 // pythonStub is the Python stub: every name imported from it exists (PEP

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -42,6 +43,13 @@ var runnerCases = map[string]struct {
 		{"broken", "const { add } = require(\"./solution.js\");\ntest(\"add\", () => {\n", testsBroken, testsBroken, "", ""},
 		{"load fails", "const { add } = require(\"./solution.js\");\nadd(1, 2);\n", testsBroken, testsNone, "", ""},
 	}},
+	"go": {"package main\n\nfunc Add(a, b int) int { return a + b }\n\nfunc main() {}\n", []runnerCase{
+		{"calls", "package main\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Errorf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n", testsFailed, testsPassed, "", ""},
+		{"vacuous", "package main\n\nimport \"testing\"\n\nfunc TestTrue(t *testing.T) {}\n", testsPassed, testsPassed, "", ""},
+		{"none", "package main\n\nimport \"testing\"\n\nfunc helper(t *testing.T) { _ = Add }\n", testsFailed, testsNone, "", ""},
+		{"broken", "package main\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) { x := \n}\n", testsBroken, testsBroken, "", ""},
+		{"wrong type", "package main\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) { var s string = 3; _ = s }\n", testsBroken, testsBroken, "", ""},
+	}},
 }
 
 // TestTestRunners runs each language's test runner in the real sandbox on
@@ -60,7 +68,10 @@ func TestTestRunners(t *testing.T) {
 			t.Errorf("%s has a test runner but no cases here", l)
 			continue
 		}
-		ext := map[string]string{"python": ".py", "javascript": ".js"}[l]
+		lg, err := lang.Lookup(l)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range rc.cases {
 			t.Run(l+"/"+c.name, func(t *testing.T) {
 				dir := t.TempDir()
@@ -75,8 +86,8 @@ func TestTestRunners(t *testing.T) {
 					want     testOutcome
 					line     string
 				}{{tr.Stub, c.onStub, c.stubFailLine}, {rc.right, c.onRight, c.rightLine}} {
-					write(SolutionBase+ext, s.solution)
-					res, err := sb.Run(context.Background(), sandbox.Spec{Command: tr.Command, Workspace: dir})
+					write(SolutionBase+lg.Ext, s.solution)
+					res, err := sb.Run(context.Background(), sandbox.Spec{Command: tr.Command, Workspace: dir, Env: lg.Environ(false)})
 					if err != nil {
 						t.Fatal(err)
 					}
