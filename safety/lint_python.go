@@ -2,6 +2,7 @@ package safety
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -38,6 +39,13 @@ __file__ __builtins__ __annotations__ __path__ __cached__ __class__ __module__ _
 // in a module that refers to one of them.
 var pyDynamicNames = set{"exec": true, "eval": true, "globals": true, "locals": true, "vars": true,
 	"__builtins__": true, "__import__": true, "__dict__": true}
+
+// Node flags, inherited by a node's subtree.
+const (
+	flagPattern    uint8 = 1 << iota // in a match case pattern
+	flagAnnotation                   // in a type annotation
+	flagNameError                    // in the body of a try that catches NameError
+)
 
 type pyScopeKind uint8
 
@@ -76,16 +84,17 @@ type pyRef struct {
 // pyLint is the state of one file's lint.
 type pyLint struct {
 	*pyFile
-	scopes    []pyScope
-	scopeOf   []int32            // per node: the scope its names resolve in
-	inner     []int32            // per node: the scope it opens, or -1
-	inPattern []bool             // per node: inside a match case pattern
-	bound     map[scopedName]int // how many bindings
-	used      map[scopedName]bool
-	imports   []pyImportBinding
-	refs      []pyRef
-	exported  set // names in __all__ and in string annotations
-	dynamic   bool
+	scopes   []pyScope
+	scopeOf  []int32            // per node: the scope its names resolve in
+	inner    []int32            // per node: the scope it opens, or -1
+	flags    []uint8            // per node: flagPattern, flagAnnotation, flagNameError
+	bound    map[scopedName]int // how many bindings
+	used     map[scopedName]bool
+	imports  []pyImportBinding
+	refs     []pyRef
+	exported set                // names in __all__ and in string annotations
+	idents   map[string][]int32 // identifiers by name, in order (see usedBetween)
+	dynamic  bool
 }
 
 // lintPython adds the Python lint warnings for a tree without syntax errors.
@@ -93,7 +102,7 @@ func (f *pyFile) lint() {
 	t := f.t
 	n := len(t.nodes)
 	l := &pyLint{pyFile: f, scopes: []pyScope{{kind: scModule, parent: -1, firstFor: -1}},
-		scopeOf: make([]int32, n), inner: make([]int32, n), inPattern: make([]bool, n),
+		scopeOf: make([]int32, n), inner: make([]int32, n), flags: make([]uint8, n),
 		bound: map[scopedName]int{}, used: map[scopedName]bool{}, exported: set{}}
 	l.inner[0] = -1
 	for i := int32(1); i < int32(n); i++ {
@@ -110,7 +119,10 @@ func (l *pyLint) visit(i int32) {
 	p := t.parent(i)
 	s := l.scopeOf[p]
 	l.inner[i] = -1
-	l.inPattern[i] = l.inPattern[p]
+	l.flags[i] = l.flags[p]
+	if t.kind(p) == pyTry && t.fieldOf(i) == l.f.body && l.catchesNameError(p) {
+		l.flags[i] |= flagNameError
+	}
 	switch in := l.inner[p]; {
 	case in < 0:
 	case l.scopes[in].kind == scComprehension:
@@ -138,7 +150,7 @@ func (l *pyLint) visit(i int32) {
 			}
 		}
 	case pyCasePattern:
-		l.inPattern[i] = true
+		l.flags[i] |= flagPattern
 	case pyImport, pyImportFrom:
 		l.importStatement(i, s)
 	case pyWildcard:
@@ -148,7 +160,11 @@ func (l *pyLint) visit(i int32) {
 			l.strings(t.child(i, l.f.right))
 		}
 	case pyType:
-		l.strings(i) // string annotations name what they use
+		l.flags[i] |= flagAnnotation
+	case pyStringContent:
+		if l.flags[i]&flagAnnotation != 0 {
+			l.words(i) // string annotations name what they use
+		}
 	case pyString:
 		l.fstring(i)
 	case pyComparison:
@@ -173,12 +189,17 @@ func (l *pyLint) strings(i int32) {
 	t := l.t
 	for j := i; j < t.end(i); j++ {
 		if t.kind(j) == pyStringContent {
-			for _, w := range strings.FieldsFunc(t.text(j), func(r rune) bool {
-				return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80)
-			}) {
-				l.exported[w] = true
-			}
+			l.words(j)
 		}
+	}
+}
+
+// words adds the words of string content i to exported.
+func (l *pyLint) words(i int32) {
+	for _, w := range strings.FieldsFunc(l.t.text(i), func(r rune) bool {
+		return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80)
+	}) {
+		l.exported[w] = true
 	}
 }
 
@@ -234,7 +255,7 @@ func (l *pyLint) importStatement(i, s int32) {
 func (l *pyLint) identifier(i, p, s int32) {
 	t := l.t
 	name := normIdent(t.text(i))
-	if l.inPattern[i] {
+	if l.flags[i]&flagPattern != 0 {
 		l.bound[scopedName{s, name}]++
 		l.refs = append(l.refs, pyRef{at: i, scope: s, name: name, soft: true})
 		return
@@ -305,12 +326,19 @@ func (l *pyLint) paramScope(i, s int32) int32 {
 	return s
 }
 
+// maxScopeDepth bounds the scopes a lookup walks, so that hostile nesting
+// costs linear time; CPython refuses much shallower nesting.
+const maxScopeDepth = 200
+
 // lookup returns the scope that binds name as seen from scope s, or -1.
 // Class bodies are seen from themselves and from comprehensions directly
 // in them (as pyflakes does), not from functions.
 func (l *pyLint) lookup(s int32, name string) int32 {
 	inComp := -1 // unknown
-	for ; s >= 0; s = l.scopes[s].parent {
+	for depth := 0; s >= 0; s, depth = l.scopes[s].parent, depth+1 {
+		if depth > maxScopeDepth {
+			return -2 // deeper than Python nests: do not guess
+		}
 		sc := &l.scopes[s]
 		if sc.kind == scClass && inComp == 0 {
 			continue
@@ -330,22 +358,24 @@ func (l *pyLint) lookup(s int32, name string) int32 {
 // the unused ones.
 func (l *pyLint) resolve() {
 	for _, r := range l.refs {
-		if pyDynamicNames[r.name] && !r.soft && l.lookup(r.scope, r.name) < 0 {
+		if pyDynamicNames[r.name] && !r.soft && l.lookup(r.scope, r.name) == -1 {
 			l.dynamic = true
 		}
 	}
 	for _, r := range l.refs {
 		if r.soft { // a pattern's name may be a capture or a value
-			for s := r.scope; s >= 0; s = l.scopes[s].parent {
+			for s, d := r.scope, 0; s >= 0 && d <= maxScopeDepth; s, d = l.scopes[s].parent, d+1 {
 				l.used[scopedName{s, r.name}] = true
 			}
 			continue
 		}
-		if s := l.lookup(r.scope, r.name); s >= 0 {
-			l.used[scopedName{s, r.name}] = true
+		if s := l.lookup(r.scope, r.name); s != -1 {
+			if s >= 0 {
+				l.used[scopedName{s, r.name}] = true
+			}
 			continue
 		}
-		if l.dynamic || pyBuiltins[r.name] || l.catchesNameError(r.at) {
+		if l.dynamic || pyBuiltins[r.name] || l.flags[r.at]&flagNameError != 0 {
 			continue
 		}
 		l.lintAdd(RuleUndefinedName, r.at, fmt.Sprintf("undefined name '%s'", r.name),
@@ -362,23 +392,17 @@ func (l *pyLint) resolve() {
 	}
 }
 
-// catchesNameError reports whether node i is in the body of a try whose
-// handler catches NameError (or everything).
-func (l *pyLint) catchesNameError(i int32) bool {
+// catchesNameError reports whether try statement p has a handler that
+// catches NameError (or everything).
+func (l *pyLint) catchesNameError(p int32) bool {
 	t := l.t
-	for c := i; c >= 0; c = t.parent(c) {
-		p := t.parent(c)
-		if t.kind(p) != pyTry || t.fieldOf(c) != l.f.body {
+	for h := t.node(p).FirstChild; h >= 0; h = t.node(h).NextSibling {
+		if t.kind(h) != pyExcept {
 			continue
 		}
-		for h := t.node(p).FirstChild; h >= 0; h = t.node(h).NextSibling {
-			if t.kind(h) != pyExcept {
-				continue
-			}
-			v := t.firstNamed(h)
-			if v < 0 || t.kind(v) == pyBlock || strings.Contains(t.text(v), "NameError") {
-				return true
-			}
+		v := t.firstNamed(h)
+		if v < 0 || t.kind(v) == pyBlock || strings.Contains(t.text(v), "NameError") {
+			return true
 		}
 	}
 	return false
@@ -415,15 +439,22 @@ func (l *pyLint) redefinitions() {
 }
 
 // usedBetween reports whether an identifier spelled name occurs in the
-// nodes [from, to).
+// nodes [from, to). The first call indexes the identifiers by name, so
+// that many redefinitions cost no more than one pass.
 func (l *pyLint) usedBetween(name string, from, to int32) bool {
 	t := l.t
-	for j := from; j < to; j++ {
-		if t.kind(j) == pyIdentifier && normIdent(t.text(j)) == name {
-			return true
+	if l.idents == nil {
+		l.idents = map[string][]int32{}
+		for j := int32(0); j < int32(len(t.nodes)); j++ {
+			if t.kind(j) == pyIdentifier {
+				n := normIdent(t.text(j))
+				l.idents[n] = append(l.idents[n], j)
+			}
 		}
 	}
-	return false
+	at := l.idents[name]
+	k, _ := slices.BinarySearch(at, from)
+	return k < len(at) && at[k] < to
 }
 
 // fstring reports an f-string without fields.
