@@ -383,8 +383,10 @@ func (l *pyLint) resolve() {
 	}
 	for _, im := range l.imports {
 		// Like pyflakes, leave alone an import bound again in its scope
-		// (try: import x / except ImportError: x = None) and a dunder.
-		if l.used[im.key] || l.bound[im.key] > 1 || isDunder(im.key.name) || im.key.scope == 0 && l.exported[im.key.name] {
+		// (try: import x / except ImportError: x = None), a dunder, and
+		// one in a class body (a class attribute).
+		if l.used[im.key] || l.bound[im.key] > 1 || isDunder(im.key.name) || im.key.scope == 0 && l.exported[im.key.name] ||
+			l.scopes[im.key.scope].kind == scClass {
 			continue
 		}
 		l.lintAdd(RuleUnusedImport, im.at, fmt.Sprintf("'%s' imported but unused", im.what),

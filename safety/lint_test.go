@@ -50,6 +50,7 @@ func TestLintPython(t *testing.T) {
 		{"NameError handler", "try:\n    unicode\nexcept NameError:\n    unicode = str\n", nil},
 		{"import in __all__", "from json import dumps\n__all__ = ['dumps']\n", nil},
 		{"future import", "from __future__ import annotations\nx = 1\n", nil},
+		{"import in a class body is an attribute", "class M:\n    from json import dumps\n", nil},
 		{"explicit re-export", "from json import dumps as dumps\n", nil},
 		{"fallback import", "try:\n    import ujson as json\nexcept ImportError:\n    json = None\n", nil},
 		{"string annotation", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from decimal import Decimal\ndef f(x: 'Decimal') -> None:\n    pass\n", nil},
