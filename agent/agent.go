@@ -306,7 +306,9 @@ type Attempt struct {
 	// Code is the attempt's program as shown: secrets redacted.
 	Code string `json:"code"`
 	// Source is the program exactly as extracted and run; see Result.Source.
-	Source     string              `json:"-"`
+	Source string `json:"-"`
+	// Check is what the static checker found, then its lint warnings
+	// (Kind "lint"), which never stop a program.
 	Check      []safety.Finding    `json:"check"`
 	TestResult *sandbox.ResultJSON `json:"test_result,omitempty"`
 	Coverage   *Coverage           `json:"coverage,omitempty"`

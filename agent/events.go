@@ -51,7 +51,8 @@ type Event struct {
 	// Code is the extracted program or tests (generated), or the program
 	// assembled from tool calls (replayed).
 	Code string `json:"code,omitempty"`
-	// Findings of the static check (checked); Safe says there were none.
+	// Findings of the static check (checked), then its lint warnings
+	// (Kind "lint"); Safe says there were no findings, warnings aside.
 	Findings []safety.Finding `json:"findings,omitempty"`
 	Safe     *bool            `json:"safe,omitempty"`
 	// Result of the execution, as `codeagent exec --json` prints it (executed).

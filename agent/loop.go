@@ -42,6 +42,8 @@ type run struct {
 	network      *sandbox.Network
 	approvals    int  // approvals asked so far, naming the next
 	approvedRest bool // a person approved the rest of the run
+	// lint is the last check's lint warnings, for the next feedback (say).
+	lint []safety.Finding
 }
 
 // Run works on task until it is done or the budget is spent. The error is
@@ -241,7 +243,7 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	if err != nil {
 		return at, false, err
 	}
-	at.Check = findings
+	at.Check = withLint(findings, r.lint)
 	code, pass, err := r.gateProgram(ctx, n, code, findings, &at)
 	if !pass || err != nil {
 		return at, false, err
@@ -354,12 +356,12 @@ func (r *run) accept(ctx context.Context, n int, code string, at *Attempt) (bool
 
 // check runs the static checker on the program and emits its event.
 func (r *run) check(ctx context.Context, n int, phase, code string) ([]safety.Finding, error) {
-	return r.checkAs(ctx, Event{Attempt: n, Phase: phase}, r.a.safeLang, code)
+	return r.checkAs(ctx, Event{Attempt: n, Phase: phase}, r.a.safeLang, code, true)
 }
 
 // checkAs checks code in language l and emits the checked event, e with
-// the findings.
-func (r *run) checkAs(ctx context.Context, e Event, l safety.Language, code string) ([]safety.Finding, error) {
+// the findings and, when lint, the lint warnings, which r.lint keeps.
+func (r *run) checkAs(ctx context.Context, e Event, l safety.Language, code string, lint bool) ([]safety.Finding, error) {
 	t0 := time.Now()
 	rep, err := r.a.deps.Checker.Check(ctx, l, []byte(code))
 	if err != nil {
@@ -368,13 +370,9 @@ func (r *run) checkAs(ctx context.Context, e Event, l safety.Language, code stri
 		}
 		return nil, fmt.Errorf("static check: %w", err)
 	}
-	findings := make([]safety.Finding, len(rep.Findings))
-	for i, f := range rep.Findings {
-		f.Text = r.a.redact.String(f.Text)
-		findings[i] = f
-	}
+	findings := r.keep(rep, lint)
 	safe := len(findings) == 0
-	e.Type, e.Findings, e.Safe, e.ErrorClass, e.DurationMS = EventChecked, findings, &safe, ClassifyFindings(findings), ms(t0)
+	e.Type, e.Findings, e.Safe, e.ErrorClass, e.DurationMS = EventChecked, withLint(findings, r.lint), &safe, ClassifyFindings(findings), ms(t0)
 	r.emit(e)
 	return findings, nil
 }
@@ -433,7 +431,7 @@ func (r *run) user(s string) llm.Message {
 	return llm.Message{Role: llm.RoleUser, Content: r.a.redact.String(s)}
 }
 
-func (r *run) say(s string) { r.msgs = append(r.msgs, r.user(s)) }
+func (r *run) say(s string) { r.msgs = append(r.msgs, r.user(s+r.lintNote())) }
 
 // clip cuts output to the budget for the model.
 func (r *run) clip(b []byte) string {

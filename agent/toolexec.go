@@ -107,11 +107,12 @@ func (t *toolRun) toolNames() string {
 // execute checks code and runs it: a cell of the kernel for python, a
 // program of its own for the other languages.
 func (t *toolRun) execute(ctx context.Context, e Event, d *toolDef, code string, st *Step) (string, error) {
-	findings, err := t.checkAs(ctx, e, d.safeLang, code)
+	// A kernel cell's names may come from earlier cells: no lint.
+	findings, err := t.checkAs(ctx, e, d.safeLang, code, d.lang.Name != "python")
 	if err != nil {
 		return "", err
 	}
-	st.Check = findings
+	st.Check = withLint(findings, t.lint)
 	if len(findings) > 0 && !t.approving() {
 		st.Refused, st.ErrorClass = true, ClassifyFindings(findings)
 		return render("tool_findings.txt", map[string]any{"Findings": findings}), nil
@@ -158,7 +159,7 @@ func (t *toolRun) execute(ctx context.Context, e Event, d *toolDef, code string,
 			t.cells = []cellRecord{rec} // stateless: the last run stands alone
 		}
 	}
-	return edited + t.describe(res, kr, class), nil
+	return edited + t.describe(res, kr, class) + t.lintNote(), nil
 }
 
 // cell runs code in the kernel, starting it on first use.

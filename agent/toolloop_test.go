@@ -456,3 +456,31 @@ func TestToolModeChecksDeliverables(t *testing.T) {
 		t.Errorf("%d model requests, want 5: the verifier is asked once, after the file exists", n)
 	}
 }
+
+// TestToolModeLint: a JavaScript step's result carries the lint warnings
+// (it still runs); a kernel cell gets none, since its names may come from
+// earlier cells.
+func TestToolModeLint(t *testing.T) {
+	a, _, ws, _ := setup(t, Config{Mode: ModeTools}, nil,
+		calls(pyCall("rows = [1, 2, 3]\n")),
+		calls(pyCall("print(len(rows))\n")),
+		calls(toolCall("execute_javascript", map[string]string{"code": "console.log(totl);\n"})),
+		llmtest.Say("Done."),
+	)
+	res, err := a.Run(context.Background(), Task{Prompt: "count the rows", Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := steps(res)
+	if len(st) != 3 {
+		logRun(t, res)
+		t.Fatalf("%d steps, want 3", len(st))
+	}
+	if len(st[1].Check) != 0 || strings.Contains(st[1].Output, "lint") {
+		t.Errorf("kernel cell: check %v, output %q", st[1].Check, st[1].Output)
+	}
+	if st[2].Refused || len(st[2].Check) != 1 || st[2].Check[0].Kind != "lint" {
+		t.Errorf("javascript step: refused %v, check %v", st[2].Refused, st[2].Check)
+	}
+	mustContain(t, "javascript step", st[2].Output, "'totl' is not declared [undeclared-global]")
+}

@@ -209,7 +209,7 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 	if err != nil {
 		return nil, out, err
 	}
-	out = CheckOutput{Language: string(rep.Language), Safe: rep.Safe(), Findings: rep.Findings}
+	out = CheckOutput{Language: string(rep.Language), Safe: rep.Safe(), Findings: rep.Findings, Lint: rep.Lint}
 	if out.Findings == nil {
 		out.Findings = []safety.Finding{}
 	}

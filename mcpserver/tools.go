@@ -69,6 +69,7 @@ type CheckOutput struct {
 	Language string           `json:"language"`
 	Safe     bool             `json:"safe" jsonschema:"true when there are no findings"`
 	Findings []safety.Finding `json:"findings" jsonschema:"rule, line, column, text, message and hint of each finding"`
+	Lint     []safety.Finding `json:"lint,omitempty" jsonschema:"lint warnings (kind lint: undefined names, unused imports, ...), likely bugs that do not make the code unsafe"`
 }
 
 // RunTaskInput is run_task's input.

@@ -90,6 +90,10 @@ type analyser interface {
 // pools tree-sitter parsers, and it is safe for concurrent use. Close it to
 // free the pooled parsers.
 type Checker struct {
+	// NoLint turns the lint warnings (Report.Lint) off. Set it before the
+	// first Check.
+	NoLint bool
+
 	policy    *Policy
 	analysers map[Language]analyser
 	pools     []*parserPool
@@ -148,6 +152,9 @@ func (c *Checker) Check(ctx context.Context, lang Language, code []byte) (Report
 		return Report{Language: lang, Findings: out.result()}, nil
 	}
 	checkEncoding(code, out)
+	if !c.NoLint {
+		out.lint = newCollector(code, c.policy)
+	}
 	if err := a.analyse(ctx, code, out); err != nil {
 		switch {
 		case errors.Is(err, tsparse.ErrTooLarge):
@@ -163,8 +170,9 @@ func (c *Checker) Check(ctx context.Context, lang Language, code []byte) (Report
 		default:
 			return Report{}, err
 		}
+		out.lint = nil // the tree is not whole
 	}
-	return Report{Language: lang, Findings: out.result()}, nil
+	return Report{Language: lang, Findings: out.result(), Lint: out.lint.lintResult()}, nil
 }
 
 // InputLimit is the largest input the checker parses under p.

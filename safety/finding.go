@@ -7,27 +7,35 @@ import (
 	"unicode/utf8"
 )
 
-// Finding is one reason why the code is not safe to run as written.
+// Finding is one reason why the code is not safe to run as written, or,
+// with Kind KindLint, a warning about a likely bug (an undefined name, an
+// unused import) that never stops the code from running.
 type Finding struct {
-	Rule    string `json:"rule"`    // stable id, e.g. forbidden-import
-	Line    int    `json:"line"`    // 1-based
-	Column  int    `json:"column"`  // 1-based, in characters
-	Text    string `json:"text"`    // the offending source text (first line, shortened)
-	Message string `json:"message"` // what is wrong, one line
-	Hint    string `json:"hint"`    // what to write instead, one line
+	Rule    string `json:"rule"`           // stable id, e.g. forbidden-import
+	Line    int    `json:"line"`           // 1-based
+	Column  int    `json:"column"`         // 1-based, in characters
+	Text    string `json:"text"`           // the offending source text (first line, shortened)
+	Message string `json:"message"`        // what is wrong, one line
+	Hint    string `json:"hint"`           // what to write instead, one line
+	Kind    string `json:"kind,omitempty"` // "" for a safety finding, KindLint for a warning
 }
+
+// KindLint marks a lint warning: reported, never a reason not to run.
+const KindLint = "lint"
 
 func (f Finding) String() string {
 	return fmt.Sprintf("%d:%d %s %s", f.Line, f.Column, f.Rule, f.Message)
 }
 
-// Report is the result of checking one input.
+// Report is the result of checking one input. Findings make it unsafe;
+// Lint holds the lint warnings (Kind KindLint), which do not.
 type Report struct {
 	Language Language  `json:"language"`
 	Findings []Finding `json:"findings"`
+	Lint     []Finding `json:"lint,omitempty"`
 }
 
-// Safe reports whether the check found nothing.
+// Safe reports whether the check found nothing (lint warnings aside).
 func (r Report) Safe() bool { return len(r.Findings) == 0 }
 
 // Rule ids. They are part of the output format: do not rename them.
@@ -60,6 +68,14 @@ const (
 	RuleNestedShellTooDeep  = "nested-shell"
 	RuleUnsupportedLanguage = "unsupported-language"
 	RuleForbiddenFunction   = "forbidden-function"
+
+	// Lint rules (Kind KindLint).
+	RuleUndefinedName    = "undefined-name"
+	RuleUnusedImport     = "unused-import"
+	RuleRedefinedUnused  = "redefined-unused"
+	RuleFStringNoField   = "fstring-missing-placeholders"
+	RuleIsLiteral        = "is-literal"
+	RuleUndeclaredGlobal = "undeclared-global"
 )
 
 // ruleCatalog describes each rule in one line; it is what `disable` accepts
@@ -93,6 +109,13 @@ var ruleCatalog = map[string]string{
 	RuleNestedShellTooDeep:  "shell code nested in sh -c deeper than the checker follows",
 	RuleUnsupportedLanguage: "the language is not supported",
 	RuleForbiddenFunction:   "any reference to a forbidden function of an allowed Go package (os.StartProcess, ...)",
+
+	RuleUndefinedName:    "lint, Python: a name no scope defines and no builtin has",
+	RuleUnusedImport:     "lint, Python: an import whose name is never used (nor listed in __all__)",
+	RuleRedefinedUnused:  "lint, Python: a function or class defined again before the first is used",
+	RuleFStringNoField:   "lint, Python: an f-string without {} fields",
+	RuleIsLiteral:        "lint, Python: is / is not compared with a str or number literal",
+	RuleUndeclaredGlobal: "lint, JavaScript: a variable no declaration in the file names and node does not define",
 }
 
 // Rules returns the rule ids with their one-line descriptions, sorted by id.
@@ -118,6 +141,8 @@ type collector struct {
 	findings []Finding
 	dropped  int
 	limit    int
+	// lint collects the lint warnings, apart; nil when lint is off.
+	lint *collector
 }
 
 func newCollector(src []byte, p *Policy) *collector {
@@ -152,6 +177,18 @@ func (c *collector) add(rule string, start, end int, msg, hint string) {
 		Rule: rule, Line: line, Column: col,
 		Text: snippet(c.src, start, end), Message: strings.Clone(msg), Hint: strings.Clone(hint),
 	})
+}
+
+// lintResult returns the lint findings, marked with KindLint, or nil.
+func (c *collector) lintResult() []Finding {
+	if c == nil || (len(c.findings) == 0 && c.dropped == 0) {
+		return nil
+	}
+	out := c.result()
+	for i := range out {
+		out[i].Kind = KindLint
+	}
+	return out
 }
 
 // result returns the findings sorted by position, with the limit summary.

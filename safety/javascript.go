@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	javascript "github.com/tree-sitter/tree-sitter-javascript/bindings/go"
+
+	"github.com/codeagent/codeagent/safety/internal/tsparse"
 )
 
 // JavaScript node kinds the rules look at.
@@ -29,6 +31,29 @@ const (
 	jsArguments
 	jsBinary
 	jsParenthesized
+	// For lint.
+	jsWith
+	jsShorthandPattern
+	jsShorthandProperty
+	jsAssignment
+	jsVarDeclarator
+	jsFunctionDecl
+	jsFunctionExpr
+	jsClassDecl
+	jsClass
+	jsFormalParams
+	jsArrayPattern
+	jsRestPattern
+	jsImportClause
+	jsNamespaceImport
+	jsArrow
+	jsAssignPattern
+	jsPairPattern
+	jsCatch
+	jsImportSpecifier
+	jsForIn
+	jsExportSpecifier
+	jsUnary
 )
 
 var jsKindNames = map[string]kind{
@@ -40,9 +65,20 @@ var jsKindNames = map[string]kind{
 	"template_string": jsTemplate, "template_substitution": jsTemplateSubstitution,
 	"arguments": jsArguments, "binary_expression": jsBinary,
 	"parenthesized_expression": jsParenthesized,
+	"with_statement":           jsWith, "shorthand_property_identifier_pattern": jsShorthandPattern,
+	"shorthand_property_identifier": jsShorthandProperty, "assignment_expression": jsAssignment,
+	"variable_declarator": jsVarDeclarator, "function_declaration": jsFunctionDecl,
+	"generator_function_declaration": jsFunctionDecl, "function_expression": jsFunctionExpr,
+	"generator_function": jsFunctionExpr, "class_declaration": jsClassDecl, "class": jsClass,
+	"formal_parameters": jsFormalParams, "array_pattern": jsArrayPattern, "rest_pattern": jsRestPattern,
+	"import_clause": jsImportClause, "namespace_import": jsNamespaceImport, "arrow_function": jsArrow,
+	"assignment_pattern": jsAssignPattern, "pair_pattern": jsPairPattern, "catch_clause": jsCatch,
+	"import_specifier": jsImportSpecifier, "for_in_statement": jsForIn,
+	"export_specifier": jsExportSpecifier, "unary_expression": jsUnary,
 }
 
-var jsFieldNames = []string{"source", "function", "arguments", "object", "property", "index", "left", "operator", "constructor"}
+var jsFieldNames = []string{"source", "function", "arguments", "object", "property", "index", "left", "operator", "constructor",
+	"name", "parameter", "value", "alias", "kind"}
 
 var jsGrammarOnce = sync.OnceValue(func() *grammar {
 	return newGrammar(javascript.Language(), jsKindNames, jsFieldNames)
@@ -56,7 +92,10 @@ type jsAnalyser struct {
 	policy  *Policy
 	globals set
 	process set
-	f       struct{ source, function, arguments, object, property, index, left, operator, constructor uint16 }
+	f       struct {
+		source, function, arguments, object, property, index, left, operator, constructor uint16
+		name, parameter, value, alias, kind                                               uint16
+	}
 }
 
 func newJSAnalyser(p *Policy, pool *parserPool) *jsAnalyser {
@@ -66,6 +105,8 @@ func newJSAnalyser(p *Policy, pool *parserPool) *jsAnalyser {
 	a.f.source, a.f.function, a.f.arguments = g.field("source"), g.field("function"), g.field("arguments")
 	a.f.object, a.f.property, a.f.index = g.field("object"), g.field("property"), g.field("index")
 	a.f.left, a.f.operator, a.f.constructor = g.field("left"), g.field("operator"), g.field("constructor")
+	a.f.name, a.f.parameter, a.f.value = g.field("name"), g.field("parameter"), g.field("value")
+	a.f.alias, a.f.kind = g.field("alias"), g.field("kind")
 	return a
 }
 
@@ -122,6 +163,9 @@ func (a *jsAnalyser) analyse(ctx context.Context, code []byte, out *collector) e
 		case jsSubscript:
 			f.checkSubscript(i)
 		}
+	}
+	if out.lint != nil && !tsparse.HasError(t.nodes) {
+		f.lint()
 	}
 	return nil
 }

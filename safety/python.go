@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	python "github.com/tree-sitter/tree-sitter-python/bindings/go"
+
+	"github.com/codeagent/codeagent/safety/internal/tsparse"
 )
 
 // Python node kinds the rules look at.
@@ -63,6 +65,22 @@ const (
 	pyGlobal
 	pyNonlocal
 	pyNamedExpr
+	// For lint.
+	pyListComp
+	pySetComp
+	pyDictComp
+	pyGenExpr
+	pyCasePattern
+	pyType
+	pyTypeParameter
+	pyTypeAlias
+	pyTry
+	pyExcept
+	pyBlock
+	pyFloat
+	pyComparison
+	pyIsOp
+	pyIsNotOp
 )
 
 var pyKindNames = map[string]kind{
@@ -88,6 +106,12 @@ var pyKindNames = map[string]kind{
 	"return_statement": pyReturn, "raise_statement": pyRaise, "yield": pyYield,
 	"exec_statement": pyExecStatement, "global_statement": pyGlobal,
 	"nonlocal_statement": pyNonlocal, "named_expression": pyNamedExpr,
+	"list_comprehension": pyListComp, "set_comprehension": pySetComp,
+	"dictionary_comprehension": pyDictComp, "generator_expression": pyGenExpr,
+	"case_pattern": pyCasePattern, "type": pyType, "type_parameter": pyTypeParameter,
+	"type_alias_statement": pyTypeAlias, "try_statement": pyTry, "except_clause": pyExcept,
+	"block": pyBlock, "float": pyFloat, "comparison_operator": pyComparison,
+	"'is": pyIsOp, "'is not": pyIsNotOp,
 }
 
 var pyFieldNames = []string{
@@ -224,6 +248,9 @@ func (a *pyAnalyser) analyse(ctx context.Context, code []byte, out *collector) e
 			out.add(RuleForbiddenBuiltin, s, e, "exec statement runs a string as code",
 				builtinHint("exec"))
 		}
+	}
+	if out.lint != nil && !tsparse.HasError(t.nodes) {
+		f.lint()
 	}
 	return nil
 }

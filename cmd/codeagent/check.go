@@ -32,6 +32,7 @@ type checkFile struct {
 	File     string           `json:"file"`
 	Safe     bool             `json:"safe"`
 	Findings []safety.Finding `json:"findings"`
+	Lint     []safety.Finding `json:"lint,omitempty"` // warnings, kind "lint": never make a file unsafe
 }
 
 // Safe reports whether every file is clean.
@@ -47,11 +48,11 @@ func (r checkResult) Safe() bool {
 func cmdCheck(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("check", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent check [--json] [--policy FILE] [--lang L] [--max-size SIZE] FILE...\n\nStatically check code for unsafe constructs before it runs. Exit status: 0 when\nevery file is clean, 1 when there are findings (a syntax error is one, and so is\na file too large or complex to check), 2 for usage errors, 130 on Ctrl-C.\nFILE - reads standard input and needs --lang.\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent check [--json] [--policy FILE] [--lang L] [--max-size SIZE] FILE...\n\nStatically check code for unsafe constructs before it runs. Exit status: 0 when\nevery file is clean, 1 when there are findings (a syntax error is one, and so is\na file too large or complex to check), 2 for usage errors, 130 on Ctrl-C.\nLint warnings (undefined names, unused imports, ...; \"warning\" in the output,\nkind \"lint\" in --json) are shown but do not change the exit status.\nFILE - reads standard input and needs --lang.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	o := checkOptions{Stdin: s.in}
-	fs.BoolVar(&o.JSON, "json", false, `print {"files":[{"file","safe","findings":[...]}]}`)
+	fs.BoolVar(&o.JSON, "json", false, `print {"files":[{"file","safe","findings":[...],"lint":[...]}]}`)
 	fs.StringVar(&o.PolicyFile, "policy", "", "YAML policy decoded on top of the built-in one")
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: from each file's extension)")
 	sizeVar(fs, &o.MaxSize, "max-size", sizeBounds{min: 1 << 10, max: safety.MaxInputLimit},
@@ -154,7 +155,7 @@ func runCheck(ctx context.Context, o checkOptions) (checkResult, error) {
 		if err != nil {
 			return checkResult{}, fmt.Errorf("%s: %w", in.name, err)
 		}
-		res.Files = append(res.Files, checkFile{File: in.name, Safe: rep.Safe(), Findings: rep.Findings})
+		res.Files = append(res.Files, checkFile{File: in.name, Safe: rep.Safe(), Findings: rep.Findings, Lint: rep.Lint})
 	}
 	return res, nil
 }
@@ -189,18 +190,26 @@ func readSource(name string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
-// printCheck prints findings as "file:line:col rule message", each followed
-// by the offending text and a hint.
+// printCheck prints findings as "file:line:col rule message", and lint
+// warnings as "file:line:col warning rule message", each followed by the
+// offending text and a hint.
 func printCheck(w io.Writer, r checkResult) {
 	for _, f := range r.Files {
 		for _, fi := range f.Findings {
-			fmt.Fprintf(w, "%s:%d:%d %s %s\n", termtext.Name(f.File), fi.Line, fi.Column, fi.Rule, termtext.Name(fi.Message))
-			if fi.Text != "" {
-				fmt.Fprintf(w, "    code: %s\n", termtext.Name(fi.Text))
-			}
-			if fi.Hint != "" {
-				fmt.Fprintf(w, "    hint: %s\n", termtext.Name(fi.Hint))
-			}
+			printFinding(w, f.File, "", fi)
 		}
+		for _, fi := range f.Lint {
+			printFinding(w, f.File, "warning ", fi)
+		}
+	}
+}
+
+func printFinding(w io.Writer, file, prefix string, fi safety.Finding) {
+	fmt.Fprintf(w, "%s:%d:%d %s%s %s\n", termtext.Name(file), fi.Line, fi.Column, prefix, fi.Rule, termtext.Name(fi.Message))
+	if fi.Text != "" {
+		fmt.Fprintf(w, "    code: %s\n", termtext.Name(fi.Text))
+	}
+	if fi.Hint != "" {
+		fmt.Fprintf(w, "    hint: %s\n", termtext.Name(fi.Hint))
 	}
 }

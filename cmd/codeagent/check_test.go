@@ -32,7 +32,7 @@ func writeCheckFile(t *testing.T, dir, name, code string) string {
 
 func TestCheckClean(t *testing.T) {
 	dir := t.TempDir()
-	py := writeCheckFile(t, dir, "ok.py", "import pandas as pd\ndf = pd.read_csv('in.csv')\nmodel.eval()\n")
+	py := writeCheckFile(t, dir, "ok.py", "import pandas as pd\nimport torch\ndf = pd.read_csv('in.csv')\nmodel = torch.nn.Linear(2, 1)\nmodel.eval()\n")
 	js := writeCheckFile(t, dir, "ok.mjs", "import fs from 'fs';\nconsole.log(fs.readFileSync('a.txt', 'utf8'));\n")
 	sh := writeCheckFile(t, dir, "ok.sh", "sort data.txt > out.txt\n")
 	code, out, errOut := runCheckCLI(t, "", py, js, sh)
