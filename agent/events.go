@@ -59,6 +59,10 @@ type Event struct {
 	Result *sandbox.ResultJSON `json:"result,omitempty"`
 	// ErrorClass of a failed step (checked, executed, verified, generated).
 	ErrorClass ErrorClass `json:"error_class,omitempty"`
+	// Tests is what a run of tests showed (executed, test-driven mode):
+	// "failed", "passed", "none" (no tests found) or "broken" (they could
+	// not run); in the tests phase, "failed" (on the stub) accepts them.
+	Tests string `json:"tests,omitempty"`
 	// Verdict of the verifier (verified).
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Acceptance is the caller's check of the code (accepted).

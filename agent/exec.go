@@ -21,7 +21,7 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 		return res, "", err
 	}
 	class := Classify(res, string(res.Stderr))
-	r.executed(n, phase, res, class)
+	r.executed(n, phase, res, class, "")
 	return res, class, nil
 }
 
@@ -43,14 +43,15 @@ func (r *run) execTests(ctx context.Context, n int, phase string, cover bool) (s
 		res.Stdout, cov = readCoverage(res.Stdout, marker)
 	}
 	class := classifyTests(tr, res)
-	r.executed(n, phase, res, class)
+	r.executed(n, phase, res, class, tr.Outcome(res).String())
 	return res, class, cov, nil
 }
 
-// executed emits the executed event of a run.
-func (r *run) executed(n int, phase string, res sandbox.Result, class ErrorClass) {
+// executed emits the executed event of a run (tests: what a test run
+// showed, "" for a program).
+func (r *run) executed(n int, phase string, res sandbox.Result, class ErrorClass, tests string) {
 	r.emit(Event{Type: EventExecuted, Attempt: n, Phase: phase, Result: resultJSON(res), ErrorClass: class,
-		DurationMS: res.WallTime.Milliseconds()})
+		Tests: tests, DurationMS: res.WallTime.Milliseconds()})
 }
 
 // sandboxRun runs spec with langEnv and the configured environment added,

@@ -16,6 +16,11 @@ const (
 	testsBroken                    // they could not run (syntax, load or collection error, a limit)
 )
 
+// String is the outcome's name in events: failed, passed, none, broken.
+func (o testOutcome) String() string {
+	return [...]string{testsPassed: "passed", testsFailed: "failed", testsNone: "none", testsBroken: "broken"}[o]
+}
+
 // testRunner is how test-driven mode writes and runs one language's tests
 // (the model's, or the user's --test-file). One entry per language in
 // testRunners; a language without one has no test-driven mode.

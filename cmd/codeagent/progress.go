@@ -125,12 +125,14 @@ func rounds(e agent.Event) string {
 
 func (p *progress) executed(e agent.Event) string {
 	if e.Phase == agent.PhaseTests {
-		if e.Result != nil && e.Result.Status == "error" && e.Result.ExitCode == 1 {
+		switch e.Tests {
+		case "failed":
 			p.open = false
 			return " · they fail on the stub, as they should ✓\n"
-		}
-		if e.ErrorClass == "" {
+		case "passed":
 			return p.failed(agent.ClassVacuousTests, "the tests pass against a stub")
+		case "none":
+			return p.failed(agent.ClassVacuousTests, "no tests found")
 		}
 	}
 	if e.ErrorClass != "" {

@@ -206,11 +206,51 @@ func TestRunMinCoverageUsage(t *testing.T) {
 		{[]string{"--min-coverage", "50", "x"}, "needs --tests or --test-file"},
 		{[]string{"--min-coverage", "101", "--tests", "x"}, "want 0 to 100"},
 		{[]string{"--min-coverage", "50", "--lang", "javascript", "--test-file", tests, "x"}, "coverage is measured for python only"},
-		{[]string{"--lang", "bash", "--tests", "x"}, "test-driven mode needs javascript or python, not bash"},
+		{[]string{"--lang", "bash", "--tests", "x"}, "test-driven mode needs go, javascript or python, not bash"},
 	} {
 		args := append(append([]string{"run", "--no-folder"}, flags...), c.extra...)
 		if code, _, stderr := runCLI(t, "", args...); code != exitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q", c.extra, code, stderr)
 		}
 	}
+}
+
+// TestRunGoTests: --lang go --tests: the model's go tests fail to build on
+// the stub (they call what it does not define) and are accepted; a wrong
+// solution fails them and the repair request shows go test's failure with
+// the values the test printed; the right one succeeds.
+func TestRunGoTests(t *testing.T) {
+	tests := "package main\n\nimport \"testing\"\n\nfunc TestMul(t *testing.T) {\n\tif got := Mul(3, 4); got != 12 {\n\t\tt.Errorf(\"Mul(3, 4) = %d, want 12\", got)\n\t}\n}\n"
+	goAnswer := func(code string) llmtest.Reply { return llmtest.Say("```go\n" + code + "```") }
+	main := "\nfunc main() { fmt.Println(Mul(6, 7)) }\n"
+	srv, flags := modelServer(t,
+		goAnswer(tests),
+		goAnswer("package main\n\nimport \"fmt\"\n\nfunc Mul(a, b int) int { return a + b }\n"+main),
+		goAnswer("package main\n\nimport \"fmt\"\n\nfunc Mul(a, b int) int { return a * b }\n"+main),
+	)
+	args := append(append([]string{"run"}, flags...), "--no-folder", "--json", "--lang", "go", "--tests", "Mul(a, b) multiplies two ints; the program prints Mul(6, 7)")
+	code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, args...)
+	var res struct {
+		Success  bool
+		Language string
+		Attempts int
+		Output   string
+		Tests    string
+		History  []struct {
+			ErrorClass agent.ErrorClass `json:"error_class"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v\nstdout %s\nstderr %s", code, err, stdout, stderr)
+	}
+	if !res.Success || res.Language != "go" || res.Attempts != 2 || res.Output != "42\n" || res.Tests != tests || len(res.History) != 2 {
+		t.Fatalf("result %+v\nstderr %s", res, stderr)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	mustHave(t, "the tests request", string(reqs[0].Body), "solution_test.go", "testing.T")
+	mustHave(t, "the code request", string(reqs[1].Body), "go test", "package main")
+	mustHave(t, "the repair request", string(reqs[2].Body), "The tests failed (go test exit status 1)", "--- FAIL: TestMul", "Mul(3, 4) = 7, want 12")
 }
