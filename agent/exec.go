@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -11,15 +12,25 @@ import (
 var pytestCommand = []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", TestFileName}
 
 // exec runs the program (or, with tests, pytest) in the sandbox, redacts
-// its output, classifies it and emits the executed event.
+// its output, classifies it and emits the executed event. A Python
+// program runs traced unless Config.NoTrace: the values its failing
+// frames held go to r.trace, out of the stderr shown and classified.
 func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbox.Result, ErrorClass, error) {
-	cmd, imports := r.a.lang.Command(sandbox.WorkspacePath+"/"+r.a.SolutionFile()), r.imports
-	if tests {
+	path, traced := sandbox.WorkspacePath+"/"+r.a.SolutionFile(), !tests && !r.a.cfg.NoTrace && r.a.lang.Name == "python"
+	cmd, imports := r.a.lang.Command(path), r.imports
+	switch {
+	case tests:
 		cmd, imports = pytestCommand, nil
+	case traced:
+		cmd = r.a.lang.TracedCommand(path)
 	}
+	r.trace = ""
 	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: imports}, r.a.lang.Env)
 	if err != nil {
 		return res, "", err
+	}
+	if traced {
+		res.Stderr, r.trace = lang.SplitTrace(res.Stderr)
 	}
 	var class ErrorClass
 	if tests {

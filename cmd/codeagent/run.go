@@ -55,6 +55,7 @@ type runOptions struct {
 	Tests           bool
 	TestFile        string
 	NoVerify        bool
+	NoTrace         bool // no values of failing frames in repair requests
 	Lang            string
 	Limits          sandbox.Limits
 	JSON            bool
@@ -104,6 +105,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write pytest tests first, then code until they pass")
 	fs.StringVar(&o.TestFile, "test-file", "", "pytest tests to pass (they import from solution); success means they pass")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
+	fs.BoolVar(&o.NoTrace, "no-trace", false, "do not show the model the values a failing Python program's last frames held")
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript or bash (default: the one the task names, as in \"a bash script\",\n"+
 		"\"in JavaScript\" or \"main.js\"; else the manifest's only tool language; else python)")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run (default 30s)")
@@ -285,6 +287,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 			MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
 			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
 			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools, Installed: installed, Approve: o.Approval.Approve,
+			NoTrace: o.NoTrace,
 		},
 		Task: o.Task, Session: sess, Purpose: "codeagent run",
 		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
