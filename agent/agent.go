@@ -126,6 +126,10 @@ type Config struct {
 	// ReviewModel is the model Deps.Reviewer is asked with (empty: the
 	// reviewer provider's own).
 	ReviewModel string
+	// NoTrace turns off execution traces: by default a Python program
+	// that fails with an uncaught exception reports the values its last
+	// frames held (see lang.TracedCommand), for the repair request.
+	NoTrace bool
 }
 
 // Deps are what an Agent works with. Provider, Sandbox and Checker are

@@ -4,21 +4,33 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
 // exec runs the program (or, with tests, the language's test runner,
 // without coverage) in the sandbox, redacts its output, classifies it and
-// emits the executed event.
+// emits the executed event. A Python program runs traced unless
+// Config.NoTrace: the values its failing frames held go to r.trace, out
+// of the stderr shown and classified.
 func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbox.Result, ErrorClass, error) {
 	if tests {
 		res, class, _, err := r.execTests(ctx, n, phase, false)
 		return res, class, err
 	}
-	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: r.a.lang.Command(sandbox.WorkspacePath + "/" + r.a.SolutionFile()),
-		Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network, Imports: r.imports}, r.a.lang.Environ(r.ws.KeepsCache()))
+	path, traced := sandbox.WorkspacePath+"/"+r.a.SolutionFile(), !r.a.cfg.NoTrace && r.a.lang.Name == "python"
+	cmd := r.a.lang.Command(path)
+	if traced {
+		cmd = r.a.lang.TracedCommand(path)
+	}
+	r.trace = ""
+	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network,
+		Imports: r.imports}, r.a.lang.Environ(r.ws.KeepsCache()))
 	if err != nil {
 		return res, "", err
+	}
+	if traced {
+		res.Stderr, r.trace = lang.SplitTrace(res.Stderr)
 	}
 	class := Classify(res, string(res.Stderr))
 	r.executed(n, phase, res, class, "")

@@ -70,6 +70,11 @@ func Clip(s string, head, tail int) string {
 	return fmt.Sprintf("%s[... %d bytes cut ...]\n%s", h, cut, t)
 }
 
+// clip cuts output to the budget for the model.
+func (r *run) clip(b []byte) string {
+	return Clip(strings.ToValidUTF8(string(b), "\uFFFD"), r.a.cfg.OutputBudget, r.a.cfg.OutputBudget)
+}
+
 // numbered returns code with right-aligned line numbers, as tracebacks
 // refer to them.
 func numbered(code string) string {

@@ -44,6 +44,8 @@ type run struct {
 	approvedRest bool // a person approved the rest of the run
 	// lint is the last check's lint warnings, for the next feedback (say).
 	lint []safety.Finding
+	// trace is what the last program run's failing frames held (see exec).
+	trace string
 }
 
 // Run works on task until it is done or the budget is spent. The error is
@@ -385,7 +387,7 @@ func (r *run) debug(n int, class ErrorClass, code string, res sandbox.Result, te
 		d["Hint"] = r.importHint()
 	}
 	d["Numbered"] = numbered(code)
-	d["Stdout"], d["Stderr"], d["TestOutput"] = r.clip(res.Stdout), r.clip(res.Stderr), ""
+	d["Stdout"], d["Stderr"], d["TestOutput"], d["Trace"] = r.clip(res.Stdout), r.clip(res.Stderr), "", r.clip([]byte(r.trace))
 	problem := fmt.Sprintf("The program exited with status %d.", res.ExitStatus())
 	if res.Status != sandbox.StatusError && res.Message != "" {
 		problem = "The program was stopped: " + res.Message + "."
@@ -432,11 +434,6 @@ func (r *run) user(s string) llm.Message {
 }
 
 func (r *run) say(s string) { r.msgs = append(r.msgs, r.user(s+r.lintNote())) }
-
-// clip cuts output to the budget for the model.
-func (r *run) clip(b []byte) string {
-	return Clip(strings.ToValidUTF8(string(b), "\uFFFD"), r.a.cfg.OutputBudget, r.a.cfg.OutputBudget)
-}
 
 // exclude drops the agent's own files from artifacts and descriptions.
 func (r *run) exclude(rel string) bool {

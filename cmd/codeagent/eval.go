@@ -39,6 +39,7 @@ type evalOptions struct {
 	SamplesFile   string
 	Progress      bool
 	Temperature   string
+	NoTrace       bool
 	Limits        sandbox.Limits
 	ScoreTimeout  time.Duration
 	TaskTimeout   time.Duration
@@ -86,6 +87,7 @@ func cmdEval(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.SamplesFile, "samples-file", "", "score the completions of this JSONL file ({task_id, completion} a line) instead of asking a model")
 	fs.BoolVar(&o.Progress, "progress", false, "show the progress bar even when stderr is not a terminal")
 	fs.StringVar(&o.Temperature, "temperature", "", "sampling temperature sent to the model (default: the model's)")
+	fs.BoolVar(&o.NoTrace, "no-trace", false, "do not show the model the values a failing program's last frames held")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run by the agent (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of each program run (default 256MiB; 2GiB when scoring HumanEval tasks)")
 	durationVar(fs, &o.ScoreTimeout, "score-timeout", 0, boundProgramTime, "time limit of each run of the hidden tests (default 3s for HumanEval tasks, as the reference harness; 30s for codeagent tasks, which may set their own)")
@@ -140,7 +142,7 @@ func (o *evalOptions) config(set map[string]bool) (eval.Config, error) {
 		return eval.Config{}, err
 	}
 	cfg := eval.Config{Mode: mode, MaxIterations: o.MaxIterations, Concurrency: o.Concurrency, TaskTimeout: o.TaskTimeout,
-		Agent: agent.Config{Limits: o.Limits}, Score: sandbox.Limits{WallTime: o.ScoreTimeout, Memory: o.Limits.Memory}}
+		Agent: agent.Config{Limits: o.Limits, NoTrace: o.NoTrace}, Score: sandbox.Limits{WallTime: o.ScoreTimeout, Memory: o.Limits.Memory}}
 	if o.Temperature != "" {
 		t, err := strconv.ParseFloat(o.Temperature, 64)
 		if err != nil || t < 0 || t > 2 {

@@ -56,6 +56,7 @@ type runOptions struct {
 	TestFile        string
 	MinCoverage     float64 // with tests: the least line coverage of the program (python)
 	NoVerify        bool
+	NoTrace         bool // no values of failing frames in repair requests
 	Lang            string
 	Limits          sandbox.Limits
 	JSON            bool
@@ -107,6 +108,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 		"requiring ./solution.js); success means they pass")
 	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: passing tests must run at least this percent of the program's lines (python)")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
+	fs.BoolVar(&o.NoTrace, "no-trace", false, "do not show the model the values a failing Python program's last frames held")
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: the one the task names, as in \"a bash script\",\n"+
 		"\"in JavaScript\", \"a Go program\" or \"main.js\"; else the manifest's only tool language; else python)")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run (default 30s)")
@@ -292,6 +294,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 			MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
 			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, MinCoverage: o.MinCoverage, Network: network,
 			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools, Installed: installed, Approve: o.Approval.Approve,
+			NoTrace: o.NoTrace,
 		},
 		Task: o.Task, Session: sess, Purpose: "codeagent run",
 		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
