@@ -9,6 +9,7 @@ import (
 
 	javascript "github.com/tree-sitter/tree-sitter-javascript/bindings/go"
 
+	"github.com/codeagent/codeagent/internal/lazyre"
 	"github.com/codeagent/codeagent/safety/internal/tsparse"
 )
 
@@ -271,7 +272,7 @@ func (f *jsFile) checkIdentifier(i int32) {
 			f.add(RuleForbiddenGlobalJS, i, "uses the forbidden global "+name, "write the code directly instead of building it as a string")
 		}
 	case name == "require":
-		if !(t.kind(p) == jsCall && t.fieldOf(i) == f.f.function) {
+		if !(t.kind(p) == jsCall && t.fieldOf(i) == f.f.function) && !f.isMainModuleTest(p) {
 			f.add(RuleDynamicImport, i, "require is used as a value, hiding what it loads",
 				"call require with a literal module name at the top of the file")
 		}
@@ -285,6 +286,21 @@ func (f *jsFile) checkIdentifier(i int32) {
 		f.add(RuleProcessAccess, i, "process is used as a value, exposing its environment and bindings",
 			"use process.argv, process.stdout or process.exit directly")
 	}
+}
+
+// mainModuleTest is Node's "am I the program?" idiom, the one use of
+// require.main that loads nothing: require.main === module.
+var mainModuleTest = lazyre.New(`^(?:require\.main\s*[!=]==?\s*module|module\s*[!=]==?\s*require\.main)$`)
+
+// isMainModuleTest reports whether member m (require.main) is a side of
+// the comparison require.main === module, and nothing more.
+func (f *jsFile) isMainModuleTest(m int32) bool {
+	t := f.t
+	if m < 0 || t.kind(m) != jsMember || t.text(t.child(m, f.f.property)) != "main" {
+		return false
+	}
+	b := t.parent(m)
+	return b >= 0 && t.kind(b) == jsBinary && mainModuleTest.MatchString(t.text(b))
 }
 
 func (f *jsFile) checkMember(i int32) {
