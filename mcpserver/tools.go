@@ -78,7 +78,7 @@ type RunTaskInput struct {
 	Language      string            `json:"language,omitempty" jsonschema:"language of the program (default python)"`
 	Files         map[string]string `json:"files,omitempty" jsonschema:"text input files to write into the workspace first: plain name to content"`
 	MaxIterations int               `json:"max_iterations,omitempty" jsonschema:"attempts at the program (1-100)"`
-	Tests         string            `json:"tests,omitempty" jsonschema:"tests that load the solution: pytest importing from solution (python), or node --test requiring ./solution.js (javascript); success means they pass"`
+	Tests         string            `json:"tests,omitempty" jsonschema:"tests that load the solution: pytest importing from solution (python), node --test requiring ./solution.js (javascript), or go test in package main beside solution.go (go); success means they pass"`
 	Verify        *bool             `json:"verify,omitempty" jsonschema:"ask the model whether a successful run completed the task (default true)"`
 	AllowHosts    []string          `json:"allow_hosts,omitempty" jsonschema:"hosts the programs may reach through codeagent's HTTP proxy (HOST[:PORT]), within the server's egress ceiling; none means no network"`
 	Mode          string            `json:"mode,omitempty" jsonschema:"program (default: the model writes whole programs), tools (it calls execute_python in the session's kernel and the workspace's files; the successful cells are replayed as the program) or auto (tools when the model's endpoint takes them)"`

@@ -103,9 +103,9 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Apply, "apply", false, "apply the run's changes to the current folder without asking (after a success)")
 	fs.BoolVar(&o.Diff, "diff", false, "show a unified diff of the run's changes to the current folder")
 	fs.BoolVar(&o.NoFolder, "no-folder", false, "do not offer the current folder to the program: start from an empty workspace")
-	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write tests first (pytest; node --test for javascript), then code until they pass")
-	fs.StringVar(&o.TestFile, "test-file", "", "tests to pass (pytest, importing from solution; node --test with --lang javascript,\n"+
-		"requiring ./solution.js); success means they pass")
+	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write tests first (pytest; node --test for javascript; go test for go), then code until they pass")
+	fs.StringVar(&o.TestFile, "test-file", "", "tests to pass (pytest, importing from solution; node --test for a .js file, requiring ./solution.js;\n"+
+		"go test for a _test.go file, in package main beside solution.go); success means they pass")
 	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: passing tests must run at least this percent of the program's lines (python)")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
 	fs.BoolVar(&o.NoTrace, "no-trace", false, "do not show the model the values a failing Python program's last frames held")

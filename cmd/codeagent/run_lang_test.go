@@ -48,22 +48,26 @@ func TestRunLanguageFromTheTask(t *testing.T) {
 	}
 }
 
-// TestRunLanguageOrder: the flag, then the task, then the manifest's only
-// tool language, then python.
+// TestRunLanguageOrder: the flag, then the test file's extension, then the
+// task, then the manifest's only tool language, then python.
 func TestRunLanguageOrder(t *testing.T) {
 	for _, c := range []struct {
-		flag, task string
-		tools      []string
-		want       string
+		flag, task, testFile string
+		tools                []string
+		want                 string
 	}{
-		{"js", "a bash script", nil, "javascript"},
-		{"", "a bash script", []string{"python"}, "bash"},
-		{"", "list the files", []string{"bash"}, "bash"},
-		{"", "list the files", []string{"bash", "python"}, "python"},
-		{"", "list the files", nil, "python"},
+		{"js", "a bash script", "", nil, "javascript"},
+		{"", "a bash script", "", []string{"python"}, "bash"},
+		{"", "list the files", "", []string{"bash"}, "bash"},
+		{"", "list the files", "", []string{"bash", "python"}, "python"},
+		{"", "list the files", "", nil, "python"},
+		{"", "a bash script", "mul.test.js", nil, "javascript"},
+		{"", "list the files", "/tmp/sum_test.go", []string{"python"}, "go"},
+		{"python", "list the files", "sum_test.go", nil, "python"},
+		{"", "write it in Go", "tests.txt", nil, "go"},
 	} {
-		if got := runLanguage(c.flag, c.task, c.tools); got != c.want {
-			t.Errorf("runLanguage(%q, %q, %v) = %q, want %q", c.flag, c.task, c.tools, got, c.want)
+		if got := runLanguage(c.flag, c.task, c.testFile, c.tools); got != c.want {
+			t.Errorf("runLanguage(%q, %q, %q, %v) = %q, want %q", c.flag, c.task, c.testFile, c.tools, got, c.want)
 		}
 	}
 }

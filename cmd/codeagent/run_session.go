@@ -22,7 +22,7 @@ import (
 func (o *runOptions) applyManifest() (*manifest.Manifest, *safety.Policy, error) {
 	limits := sandbox.DefaultLimits()
 	if o.Manifest == "" {
-		o.Lang = runLanguage(o.Lang, o.Task, nil)
+		o.Lang = runLanguage(o.Lang, o.Task, o.TestFile, nil)
 		o.Limits = limits.Overlay(o.Limits)
 		return nil, nil, nil
 	}
@@ -30,7 +30,7 @@ func (o *runOptions) applyManifest() (*manifest.Manifest, *safety.Policy, error)
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	o.Lang = runLanguage(o.Lang, o.Task, m.ToolLanguages())
+	o.Lang = runLanguage(o.Lang, o.Task, o.TestFile, m.ToolLanguages())
 	tool, err := m.ToolFor(o.Lang)
 	if err != nil {
 		return nil, nil, usageError{err}
@@ -128,14 +128,20 @@ func updateSessionFile(ws *workspace.Workspace, f string, s stdio) error {
 }
 
 // runLanguage is the language a run writes in: --lang (by any name or
-// alias, canonical after), else the one the task names (lang.FromTask),
-// else the manifest's only tool language, else python.
-func runLanguage(flag, task string, tools []string) string {
+// alias, canonical after), else that of the --test-file's extension (the
+// program must be in the tests' language), else the one the task names
+// (lang.FromTask), else the manifest's only tool language, else python.
+func runLanguage(flag, task, testFile string, tools []string) string {
 	if flag != "" {
 		if l, err := lang.Lookup(flag); err == nil {
 			return l.Name
 		}
 		return flag // agent.New refuses it with the list
+	}
+	if testFile != "" {
+		if l, err := lang.Detect(testFile); err == nil {
+			return l.Name
+		}
 	}
 	if l, ok := lang.FromTask(task); ok {
 		return l.Name

@@ -148,48 +148,61 @@ func mustHave(t *testing.T, what, text string, subs ...string) {
 	}
 }
 
+// tddResult is what the test-driven runs below read of run --json.
+type tddResult struct {
+	Success  bool
+	Language string
+	Attempts int
+	Output   string
+	Tests    string
+	History  []struct {
+		ErrorClass agent.ErrorClass `json:"error_class"`
+	}
+}
+
+// tddRun runs `run --lang LANG --tests TASK` with a model that answers
+// the tests, then a wrong program, then a right one (answers in LANG's
+// code blocks); it checks the run took two attempts to print 42 with the
+// tests the model wrote, and returns the model's three requests.
+func tddRun(t *testing.T, language, task, tests, wrong, right string) []string {
+	t.Helper()
+	say := func(code string) llmtest.Reply { return llmtest.Say("```" + language + "\n" + code + "```") }
+	srv, flags := modelServer(t, say(tests), say(wrong), say(right))
+	args := append(append([]string{"run"}, flags...), "--no-folder", "--json", "--lang", language, "--tests", task)
+	code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, args...)
+	var res tddResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v\nstdout %s\nstderr %s", code, err, stdout, stderr)
+	}
+	if !res.Success || res.Language != language || res.Attempts != 2 || res.Output != "42\n" || res.Tests != tests ||
+		len(res.History) != 2 || res.History[0].ErrorClass != agent.ClassAssertion {
+		t.Fatalf("result %+v\nstderr %s", res, stderr)
+	}
+	var bodies []string
+	for _, r := range srv.Requests() {
+		bodies = append(bodies, string(r.Body))
+	}
+	if len(bodies) != 3 {
+		t.Fatalf("%d requests, want 3", len(bodies))
+	}
+	return bodies
+}
+
 // TestRunJavaScriptTests: `run --lang javascript --tests` has the model
 // write node tests, accepts them (they fail against the stub), sends a
 // wrong solution's node --test failure back with the compared values, and
 // succeeds with the right one; the tests are the result's.
 func TestRunJavaScriptTests(t *testing.T) {
-	tests := "const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { mul } = require(\"./solution.js\");\n\n" +
-		"test(\"mul\", () => {\n  assert.strictEqual(mul(3, 4), 12);\n});\n"
-	js := func(code string) llmtest.Reply { return llmtest.Say("```javascript\n" + code + "```") }
 	main := "\nif (process.argv[1] === __filename) {\n  console.log(mul(6, 7));\n}\n"
-	srv, flags := modelServer(t,
-		js(tests),
-		js("function mul(a, b) {\n  return a + b;\n}\nmodule.exports = { mul };\n"+main),
-		js("function mul(a, b) {\n  return a * b;\n}\nmodule.exports = { mul };\n"+main),
-	)
-	args := append(append([]string{"run"}, flags...), "--no-folder", "--json", "--lang", "javascript", "--tests", "mul(a, b) multiplies two numbers; the program prints mul(6, 7)")
-	code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, args...)
-	var res struct {
-		Success  bool
-		Language string
-		Attempts int
-		Output   string
-		Tests    string
-		Message  string
-		History  []struct {
-			ErrorClass agent.ErrorClass `json:"error_class"`
-		}
-	}
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
-		t.Fatalf("exit %d, %v\nstdout %s\nstderr %s", code, err, stdout, stderr)
-	}
-	if !res.Success || res.Language != "javascript" || res.Attempts != 2 || res.Output != "42\n" || res.Tests != tests ||
-		len(res.History) != 2 || res.History[0].ErrorClass != agent.ClassAssertion {
-		t.Fatalf("result %+v", res)
-	}
-	reqs := srv.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("%d requests, want 3", len(reqs))
-	}
-	mustHave(t, "the tests request", string(reqs[0].Body), "solution.test.js", "node:test", "require(\\\"./solution.js\\\")")
-	mustHave(t, "the code request", string(reqs[1].Body), "node --test", "module.exports")
+	reqs := tddRun(t, "javascript", "mul(a, b) multiplies two numbers; the program prints mul(6, 7)",
+		"const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { mul } = require(\"./solution.js\");\n\n"+
+			"test(\"mul\", () => {\n  assert.strictEqual(mul(3, 4), 12);\n});\n",
+		"function mul(a, b) {\n  return a + b;\n}\nmodule.exports = { mul };\n"+main,
+		"function mul(a, b) {\n  return a * b;\n}\nmodule.exports = { mul };\n"+main)
+	mustHave(t, "the tests request", reqs[0], "solution.test.js", "node:test", "require(\\\"./solution.js\\\")")
+	mustHave(t, "the code request", reqs[1], "node --test", "module.exports")
 	// node's failure with the compared values of assert.strictEqual.
-	mustHave(t, "the repair request", string(reqs[2].Body), "The tests failed (node --test exit status 1)", "not ok 1 - mul",
+	mustHave(t, "the repair request", reqs[2], "The tests failed (node --test exit status 1)", "not ok 1 - mul",
 		"7 !== 12", "expected: 12", "actual: 7")
 }
 
@@ -220,37 +233,12 @@ func TestRunMinCoverageUsage(t *testing.T) {
 // solution fails them and the repair request shows go test's failure with
 // the values the test printed; the right one succeeds.
 func TestRunGoTests(t *testing.T) {
-	tests := "package main\n\nimport \"testing\"\n\nfunc TestMul(t *testing.T) {\n\tif got := Mul(3, 4); got != 12 {\n\t\tt.Errorf(\"Mul(3, 4) = %d, want 12\", got)\n\t}\n}\n"
-	goAnswer := func(code string) llmtest.Reply { return llmtest.Say("```go\n" + code + "```") }
 	main := "\nfunc main() { fmt.Println(Mul(6, 7)) }\n"
-	srv, flags := modelServer(t,
-		goAnswer(tests),
-		goAnswer("package main\n\nimport \"fmt\"\n\nfunc Mul(a, b int) int { return a + b }\n"+main),
-		goAnswer("package main\n\nimport \"fmt\"\n\nfunc Mul(a, b int) int { return a * b }\n"+main),
-	)
-	args := append(append([]string{"run"}, flags...), "--no-folder", "--json", "--lang", "go", "--tests", "Mul(a, b) multiplies two ints; the program prints Mul(6, 7)")
-	code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, args...)
-	var res struct {
-		Success  bool
-		Language string
-		Attempts int
-		Output   string
-		Tests    string
-		History  []struct {
-			ErrorClass agent.ErrorClass `json:"error_class"`
-		}
-	}
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
-		t.Fatalf("exit %d, %v\nstdout %s\nstderr %s", code, err, stdout, stderr)
-	}
-	if !res.Success || res.Language != "go" || res.Attempts != 2 || res.Output != "42\n" || res.Tests != tests || len(res.History) != 2 {
-		t.Fatalf("result %+v\nstderr %s", res, stderr)
-	}
-	reqs := srv.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("%d requests, want 3", len(reqs))
-	}
-	mustHave(t, "the tests request", string(reqs[0].Body), "solution_test.go", "testing.T")
-	mustHave(t, "the code request", string(reqs[1].Body), "go test", "package main")
-	mustHave(t, "the repair request", string(reqs[2].Body), "The tests failed (go test exit status 1)", "--- FAIL: TestMul", "Mul(3, 4) = 7, want 12")
+	reqs := tddRun(t, "go", "Mul(a, b) multiplies two ints; the program prints Mul(6, 7)",
+		"package main\n\nimport \"testing\"\n\nfunc TestMul(t *testing.T) {\n\tif got := Mul(3, 4); got != 12 {\n\t\tt.Errorf(\"Mul(3, 4) = %d, want 12\", got)\n\t}\n}\n",
+		"package main\n\nimport \"fmt\"\n\nfunc Mul(a, b int) int { return a + b }\n"+main,
+		"package main\n\nimport \"fmt\"\n\nfunc Mul(a, b int) int { return a * b }\n"+main)
+	mustHave(t, "the tests request", reqs[0], "solution_test.go", "testing.T")
+	mustHave(t, "the code request", reqs[1], "go test", "package main")
+	mustHave(t, "the repair request", reqs[2], "The tests failed (go test exit status 1)", "--- FAIL: TestMul", "Mul(3, 4) = 7, want 12")
 }
