@@ -213,7 +213,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		return nil, fmt.Errorf("%w: min coverage %g is not between 0 and 100", ErrConfig, cfg.MinCoverage)
 	}
 	if cfg.MinCoverage > 0 && (tests == nil || tests.Coverage == nil) {
-		return nil, fmt.Errorf("%w: coverage is measured for python only, not %s", ErrConfig, l.Name)
+		return nil, fmt.Errorf("%w: coverage is measured for %s, not %s", ErrConfig, orList(testLanguages(true)), l.Name)
 	}
 	if !ValidApprove(cfg.Approve) {
 		return nil, fmt.Errorf("%w: approve %q is not one of always, on-finding", ErrConfig, cfg.Approve)
@@ -369,13 +369,24 @@ func (a *Agent) TestFile() string {
 func HasTests(language string) bool { return testRunners[language] != nil }
 
 // TestLanguages names the languages of test-driven mode, for messages:
-// "javascript or python".
-func TestLanguages() string {
+// "go, javascript or python".
+func TestLanguages() string { return orList(testLanguages(false)) }
+
+// testLanguages are the languages of test-driven mode, sorted; covered:
+// only those whose coverage is measured.
+func testLanguages(covered bool) []string {
 	names := make([]string, 0, len(testRunners))
-	for n := range testRunners {
-		names = append(names, n)
+	for n, tr := range testRunners {
+		if !covered || tr.Coverage != nil {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
+	return names
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

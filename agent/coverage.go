@@ -11,8 +11,9 @@ import (
 	"strings"
 )
 
-// Coverage is how much of the solution file the tests ran: line coverage,
-// measured with coverage.py in the same sandbox run as the tests (Python).
+// Coverage is how much of the solution file the tests ran: statement
+// coverage, measured in the same sandbox run as the tests (coverage.py
+// for Python, go test's cover profile for Go).
 type Coverage struct {
 	// Percent of the solution's statements that the tests ran.
 	Percent    float64 `json:"percent"`
@@ -125,15 +126,22 @@ sys.exit(int(rc))
 // pythonCoverage is the Python runner's command under coverage, with a
 // fresh marker, so that a program cannot guess it in advance.
 func pythonCoverage(solution string) ([]string, string) {
-	nonce := make([]byte, 8)
-	rand.Read(nonce)
-	marker := "@@codeagent-coverage-" + hex.EncodeToString(nonce) + "@@ "
+	marker := newMarker() + " "
 	return append([]string{"python3", "-c", pythonCoverageScript, solution, marker}, pytestArgs...), marker
 }
 
+// newMarker is a fresh marker of a coverage report on stdout, so that a
+// program cannot guess it in advance.
+func newMarker() string {
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	return "@@codeagent-coverage-" + hex.EncodeToString(nonce) + "@@"
+}
+
 // readCoverage takes the report after marker out of stdout and returns
-// the rest, as the tests printed it, with the coverage it reports.
-func readCoverage(stdout []byte, marker string) ([]byte, *Coverage) {
+// the rest, as the tests printed it, with the coverage it reports (the
+// program's text is Go's to use).
+func readCoverage(stdout []byte, marker, _ string) ([]byte, *Coverage) {
 	i := bytes.LastIndex(stdout, []byte(marker))
 	if i < 0 {
 		return stdout, &Coverage{Unavailable: "the tests' output held no coverage report (cut at the output limit, or the tests ended the process)"}

@@ -15,7 +15,7 @@ import (
 // of the stderr shown and classified.
 func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbox.Result, ErrorClass, error) {
 	if tests {
-		res, class, _, err := r.execTests(ctx, n, phase, false)
+		res, class, _, err := r.execTests(ctx, n, phase, false, "")
 		return res, class, err
 	}
 	path, traced := sandbox.WorkspacePath+"/"+r.a.SolutionFile(), !r.a.cfg.NoTrace && r.a.lang.Name == "python"
@@ -38,9 +38,9 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 }
 
 // execTests runs the tests, with cover (where the language measures it)
-// under coverage in the same run: the coverage report is taken out of the
-// output, and returned (nil when not measured).
-func (r *run) execTests(ctx context.Context, n int, phase string, cover bool) (sandbox.Result, ErrorClass, *Coverage, error) {
+// under coverage of program in the same run: the coverage report is taken
+// out of the output, and returned (nil when not measured).
+func (r *run) execTests(ctx context.Context, n int, phase string, cover bool, program string) (sandbox.Result, ErrorClass, *Coverage, error) {
 	tr := r.a.tests
 	cmd, marker := tr.Command, ""
 	if cover && tr.Coverage != nil {
@@ -52,7 +52,7 @@ func (r *run) execTests(ctx context.Context, n int, phase string, cover bool) (s
 	}
 	var cov *Coverage
 	if marker != "" {
-		res.Stdout, cov = readCoverage(res.Stdout, marker)
+		res.Stdout, cov = tr.ReadCoverage(res.Stdout, marker, program)
 	}
 	class := classifyTests(tr, res)
 	r.executed(n, phase, res, class, tr.Outcome(res).String())

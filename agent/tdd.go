@@ -138,7 +138,7 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 // reports that the tests passed and covered enough. Coverage that could
 // not be measured is reported, never a failure.
 func (r *run) runTests(ctx context.Context, n int, at *Attempt) (res sandbox.Result, pass bool, err error) {
-	res, class, cov, err := r.execTests(ctx, n, PhaseCode, true)
+	res, class, cov, err := r.execTests(ctx, n, PhaseCode, true, at.Code)
 	if err != nil {
 		return res, false, err
 	}

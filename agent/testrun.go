@@ -55,6 +55,9 @@ type testRunner struct {
 	// solution file the tests run, and the marker of its report on stdout
 	// (see coverage.go); nil: coverage is not measured for the language.
 	Coverage func(solution string) (cmd []string, marker string)
+	// ReadCoverage takes the report after marker out of a run's stdout
+	// and reads it, with the program's text at hand.
+	ReadCoverage func(stdout []byte, marker, program string) ([]byte, *Coverage)
 }
 
 // pytestArgs are pytest's arguments (quiet, no cache in the workspace,
@@ -77,7 +80,7 @@ var testRunners = map[string]*testRunner{
 			"- Use only pytest and the packages the program may use; no network.",
 		Shape:   "They import from the module solution, so define what they use at module level and keep the program's main work under `if __name__ == \"__main__\":`.",
 		NoTests: "pytest collected no tests (test functions must be named test_...)",
-		Outcome: pytestOutcome, FailedLine: pytestFailedLine, Coverage: pythonCoverage,
+		Outcome: pytestOutcome, FailedLine: pytestFailedLine, Coverage: pythonCoverage, ReadCoverage: readCoverage,
 	},
 	"javascript": {
 		Tool: "node --test", File: nodeTestFile,

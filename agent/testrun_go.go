@@ -25,6 +25,7 @@ var goRunner = &testRunner{
 	Shape:    "They are in package main beside the program and call its functions, so define what they use at package level (not inside main) and do the program's main work in func main().",
 	NoTests:  "go test found no tests in them (functions must be named TestXxx(t *testing.T))",
 	HasTests: goHasTests, Outcome: goOutcome, FailedLine: goFailedLine,
+	Coverage: goCoverage, ReadCoverage: readGoCoverage,
 }
 
 // goTestFunc is the start of a Go test function: func TestXxx(t *testing.T).

@@ -136,7 +136,7 @@ func TestPythonCoverageInSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, cov := readCoverage(res.Stdout, marker)
+	out, cov := readCoverage(res.Stdout, marker, "")
 	if res.Status != sandbox.StatusOK || !strings.Contains(string(out), "1 passed") || strings.Contains(string(out), "@@") {
 		t.Fatalf("%s exit %d\nstdout %s\nstderr %s", res.Status, res.ExitCode, res.Stdout, res.Stderr)
 	}
@@ -188,7 +188,7 @@ func TestCoverageWords(t *testing.T) {
 			t.Errorf("formatPercent(%g) = %q, want %q", p, got, want)
 		}
 	}
-	out, cov := readCoverage([]byte("1 passed\n"), "@@m@@ ")
+	out, cov := readCoverage([]byte("1 passed\n"), "@@m@@ ", "")
 	if string(out) != "1 passed\n" || cov.Unavailable == "" {
 		t.Errorf("no report: %q, %+v", out, cov)
 	}

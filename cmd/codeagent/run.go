@@ -54,7 +54,7 @@ type runOptions struct {
 	Diff            bool   // show a unified diff of the changes
 	Tests           bool
 	TestFile        string
-	MinCoverage     float64 // with tests: the least line coverage of the program (python)
+	MinCoverage     float64 // with tests: the least statement coverage of the program (python, go)
 	NoVerify        bool
 	NoTrace         bool // no values of failing frames in repair requests
 	Lang            string
@@ -106,7 +106,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write tests first (pytest; node --test for javascript; go test for go), then code until they pass")
 	fs.StringVar(&o.TestFile, "test-file", "", "tests to pass (pytest, importing from solution; node --test for a .js file, requiring ./solution.js;\n"+
 		"go test for a _test.go file, in package main beside solution.go); success means they pass")
-	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: passing tests must run at least this percent of the program's lines (python)")
+	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: passing tests must run at least this percent of the program's statements (python, go)")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
 	fs.BoolVar(&o.NoTrace, "no-trace", false, "do not show the model the values a failing Python program's last frames held")
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: the one the task names, as in \"a bash script\",\n"+

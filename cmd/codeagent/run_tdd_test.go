@@ -218,7 +218,7 @@ func TestRunMinCoverageUsage(t *testing.T) {
 	}{
 		{[]string{"--min-coverage", "50", "x"}, "needs --tests or --test-file"},
 		{[]string{"--min-coverage", "101", "--tests", "x"}, "want 0 to 100"},
-		{[]string{"--min-coverage", "50", "--lang", "javascript", "--test-file", tests, "x"}, "coverage is measured for python only"},
+		{[]string{"--min-coverage", "50", "--lang", "javascript", "--test-file", tests, "x"}, "coverage is measured for go or python, not javascript"},
 		{[]string{"--lang", "bash", "--tests", "x"}, "test-driven mode needs go, javascript or python, not bash"},
 	} {
 		args := append(append([]string{"run", "--no-folder"}, flags...), c.extra...)
@@ -241,4 +241,53 @@ func TestRunGoTests(t *testing.T) {
 	mustHave(t, "the tests request", reqs[0], "solution_test.go", "testing.T")
 	mustHave(t, "the code request", reqs[1], "go test", "package main")
 	mustHave(t, "the repair request", reqs[2], "The tests failed (go test exit status 1)", "--- FAIL: TestMul", "Mul(3, 4) = 7, want 12")
+}
+
+// TestRunGoCoverage: a Go --test-file (its extension makes the run Go's)
+// with --min-coverage 100: a program with a branch the tests never take
+// fails with the line named in the repair request; the next one, without
+// it, succeeds at 100%, and the output shows no other count (go test's own
+// summary counts func main).
+func TestRunGoCoverage(t *testing.T) {
+	tests := filepath.Join(t.TempDir(), "sign_test.go")
+	os.WriteFile(tests, []byte("package main\n\nimport \"testing\"\n\nfunc TestSign(t *testing.T) {\n"+
+		"\tfor _, c := range []struct{ x, want int }{{5, 1}, {0, 0}, {-2, -1}} {\n"+
+		"\t\tif got := Sign(c.x); got != c.want {\n\t\t\tt.Errorf(\"Sign(%d) = %d, want %d\", c.x, got, c.want)\n\t\t}\n\t}\n}\n"), 0o644)
+	sign := func(extra string) llmtest.Reply {
+		return llmtest.Say("```go\npackage main\n\nimport \"fmt\"\n\nfunc Sign(x int) int {\n" + extra +
+			"\tif x < 0 {\n\t\treturn -1\n\t}\n\tif x == 0 {\n\t\treturn 0\n\t}\n\treturn 1\n}\n\nfunc main() { fmt.Println(Sign(3)) }\n```")
+	}
+	srv, flags := modelServer(t, sign("\tif x > 1000 {\n\t\treturn 1\n\t}\n"), sign(""))
+	args := append(append([]string{"run"}, flags...), "--no-folder", "--json", "--test-file", tests, "--min-coverage", "100",
+		"Sign(x) is -1, 0 or 1 as x is negative, zero or positive; the program prints Sign(3)")
+	code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, args...)
+	var res struct {
+		Success  bool
+		Language string
+		Output   string
+		Coverage *agent.Coverage
+		History  []struct {
+			ErrorClass agent.ErrorClass `json:"error_class"`
+			Coverage   *agent.Coverage
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v\nstdout %s\nstderr %s", code, err, stdout, stderr)
+	}
+	if !res.Success || res.Language != "go" || !strings.HasPrefix(res.Output, "ok ") || strings.Contains(res.Output, "coverage:") ||
+		len(res.History) != 2 || res.History[0].ErrorClass != agent.ClassCoverage {
+		t.Fatalf("result %+v\nstderr %s", res, stderr)
+	}
+	want := &agent.Coverage{Percent: 100, Statements: 5, Covered: 5, MissedLines: []int{}}
+	if !reflect.DeepEqual(res.Coverage, want) {
+		t.Errorf("coverage %+v, want %+v", res.Coverage, want)
+	}
+	if c := res.History[0].Coverage; c == nil || !reflect.DeepEqual(c.MissedLines, []int{7}) {
+		t.Errorf("first attempt's coverage %+v, want line 7 missed", c)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	mustHave(t, "the repair request", string(reqs[1].Body), "line 7 is never run by the tests")
 }

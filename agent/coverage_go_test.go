@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/lang"
+	"github.com/codeagent/codeagent/sandbox"
+)
+
+// signGo is a Go program whose tests below run Sign(5) only: the two early
+// returns are never run, and main is not counted.
+const signGo = `package main
+
+import "fmt"
+
+func Sign(x int) int {
+	if x < 0 {
+		return -1
+	}
+	if x == 0 {
+		return 0
+	}
+	return 1
+}
+
+func main() {
+	fmt.Println(Sign(3))
+}
+`
+
+const signGoTests = "package main\n\nimport \"testing\"\n\nfunc TestSign(t *testing.T) {\n\tif Sign(5) != 1 {\n\t\tt.Fatal(\"Sign(5)\")\n\t}\n}\n"
+
+// TestReadGoCoverage: statements are counted from the program, run or not
+// by the profile's block that holds their start; braces are no lines of
+// their own; func main is left out; a profile missing says why.
+func TestReadGoCoverage(t *testing.T) {
+	out := "ok  \tcommand-line-arguments\t0.003s\tcoverage: 50.0% of statements\n\n@@m@@\nmode: set\n" +
+		"/workspace/solution.go:5.22,6.11 1 1\n/workspace/solution.go:9.2,9.12 1 1\n/workspace/solution.go:12.2,12.10 1 1\n" +
+		"/workspace/solution.go:6.11,8.3 1 0\n/workspace/solution.go:9.12,11.3 1 0\n/workspace/solution.go:15.13,17.2 1 0\n"
+	rest, cov := readGoCoverage([]byte(out), "@@m@@", signGo)
+	if string(rest) != "ok  \tcommand-line-arguments\t0.003s\n" {
+		t.Errorf("rest %q", rest)
+	}
+	want := &Coverage{Percent: 60, Statements: 5, Covered: 3, MissedLines: []int{7, 10}}
+	if !reflect.DeepEqual(cov, want) {
+		t.Errorf("coverage %+v, want %+v", cov, want)
+	}
+	for _, c := range []struct{ out, why string }{
+		{"FAIL\n", "no coverage report"},
+		{"FAIL\n\n@@m@@\n", "no cover profile"},
+	} {
+		if _, cov := readGoCoverage([]byte(c.out), "@@m@@", signGo); !strings.Contains(cov.Unavailable, c.why) {
+			t.Errorf("%q: %+v, want %q", c.out, cov, c.why)
+		}
+	}
+	if _, cov := readGoCoverage([]byte(out), "@@m@@", "package main\nfunc {"); !strings.Contains(cov.Unavailable, "did not parse") {
+		t.Errorf("unparsable program: %+v", cov)
+	}
+}
+
+// TestGoCoverageInSandbox: go test under coverage in the real sandbox runs
+// the tests as the plain command does and reports the lines never run.
+func TestGoCoverageInSandbox(t *testing.T) {
+	sb, _ := realParts(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "solution.go"), []byte(signGo), 0o644)
+	os.WriteFile(filepath.Join(dir, goTestFile), []byte(signGoTests), 0o644)
+	g, err := lang.Lookup("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, marker := goCoverage("solution.go")
+	res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: dir, Env: g.Environ(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, cov := readGoCoverage(res.Stdout, marker, signGo)
+	if res.Status != sandbox.StatusOK || goOutcome(sandbox.Result{Status: res.Status, Stdout: out}) != testsPassed || strings.Contains(string(out), "@@") {
+		t.Fatalf("%s exit %d\nstdout %s\nstderr %s", res.Status, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if want := (&Coverage{Percent: 60, Statements: 5, Covered: 3, MissedLines: []int{7, 10}}); !reflect.DeepEqual(cov, want) {
+		t.Errorf("coverage %+v, want %+v\nstdout %s", cov, want, res.Stdout)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the workspace holds %d entries, want the 2 files", len(entries))
+	}
+}
