@@ -4,7 +4,9 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -398,9 +400,22 @@ func cpuWeightOf(t *testing.T, uid int) string {
 	if len(procs) == 0 {
 		t.Fatal("no process of the sandbox")
 	}
-	cgs, err := procCgroups(strconv.Itoa(procs[0].PID))
-	if err != nil {
-		t.Fatal(err)
+	// A process listed may end before its cgroup is read (one of the
+	// sandbox's short-lived ones): the first that is still there counts.
+	var cgs map[string]string
+	for _, p := range procs {
+		c, err := procCgroups(strconv.Itoa(p.PID))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		cgs = c
+		break
+	}
+	if cgs == nil {
+		t.Fatalf("the %d processes of the sandbox ended before their cgroups were read", len(procs))
 	}
 	file, names := filepath.Join("/sys/fs/cgroup", cgs[""], "cpu.weight"), map[string]string{"1": "low", "100": "default"}
 	if p, ok := cgs["cpu"]; ok { // v1
