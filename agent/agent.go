@@ -24,7 +24,6 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-	"strings"
 
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/lang"
@@ -213,7 +212,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		return nil, fmt.Errorf("%w: min coverage %g is not between 0 and 100", ErrConfig, cfg.MinCoverage)
 	}
 	if cfg.MinCoverage > 0 && (tests == nil || tests.Coverage == nil) {
-		return nil, fmt.Errorf("%w: coverage is measured for %s, not %s", ErrConfig, orList(testLanguages(true)), l.Name)
+		return nil, fmt.Errorf("%w: coverage is measured for %s, not %s", ErrConfig, lang.JoinOr(testLanguages(true)), l.Name)
 	}
 	if !ValidApprove(cfg.Approve) {
 		return nil, fmt.Errorf("%w: approve %q is not one of always, on-finding", ErrConfig, cfg.Approve)
@@ -370,7 +369,7 @@ func HasTests(language string) bool { return testRunners[language] != nil }
 
 // TestLanguages names the languages of test-driven mode, for messages:
 // "go, javascript or python".
-func TestLanguages() string { return orList(testLanguages(false)) }
+func TestLanguages() string { return lang.JoinOr(testLanguages(false)) }
 
 // testLanguages are the languages of test-driven mode, sorted; covered:
 // only those whose coverage is measured.
@@ -383,14 +382,6 @@ func testLanguages(covered bool) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// orList joins names as "a, b or c".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // Redactor returns the agent's redactor, for callers that show other text.

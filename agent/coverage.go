@@ -162,12 +162,19 @@ func readCoverage(stdout []byte, marker, _ string) ([]byte, *Coverage) {
 	if rep.Unavailable != "" {
 		return rest, &Coverage{Unavailable: rep.Unavailable}
 	}
-	c := &Coverage{Statements: rep.Statements, Covered: rep.Statements - len(rep.Missing), MissedLines: rep.Missing, Percent: 100}
+	c := &Coverage{Statements: rep.Statements, Covered: rep.Statements - len(rep.Missing), MissedLines: rep.Missing}
 	if c.MissedLines == nil {
 		c.MissedLines = []int{}
 	}
+	c.setPercent()
+	return rest, c
+}
+
+// setPercent sets Percent from Covered and Statements, to two decimals
+// (100 when there is nothing to run).
+func (c *Coverage) setPercent() {
+	c.Percent = 100
 	if c.Statements > 0 {
 		c.Percent = math.Round(10000*float64(c.Covered)/float64(c.Statements)) / 100
 	}
-	return rest, c
 }

@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"math"
 	"path"
 	"sort"
 	"strconv"
@@ -72,7 +71,7 @@ func readGoCoverage(stdout []byte, marker, program string) ([]byte, *Coverage) {
 	if err != nil {
 		return rest, &Coverage{Unavailable: "the program did not parse: " + err.Error()}
 	}
-	c := &Coverage{MissedLines: []int{}, Percent: 100}
+	c := &Coverage{MissedLines: []int{}}
 	seen := map[int]bool{}
 	for _, s := range stmts {
 		in, run := false, false
@@ -93,9 +92,7 @@ func readGoCoverage(stdout []byte, marker, program string) ([]byte, *Coverage) {
 		}
 	}
 	sort.Ints(c.MissedLines)
-	if c.Statements > 0 {
-		c.Percent = math.Round(10000*float64(c.Covered)/float64(c.Statements)) / 100
-	}
+	c.setPercent()
 	return rest, c
 }
 

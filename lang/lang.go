@@ -104,7 +104,7 @@ func Describe() string {
 	for _, l := range languages {
 		parts = append(parts, l.Name+" ("+strings.Join(l.Aliases, ", ")+")")
 	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+	return JoinOr(parts)
 }
 
 // names lists the canonical names: "python, javascript, bash or go".
@@ -113,7 +113,16 @@ func names() string {
 	for _, l := range languages {
 		n = append(n, l.Name)
 	}
-	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
+	return JoinOr(n)
+}
+
+// JoinOr joins items as "a, b or c" ("a" alone), for messages that name
+// choices.
+func JoinOr(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // All returns the supported languages.
