@@ -103,7 +103,7 @@ func (r *run) grantHosts(hosts []string) {
 	}
 	nw := &sandbox.Network{}
 	if b := r.a.deps.GrantBase; r.network == nil && b != nil {
-		nw.MaxBytes, nw.Resolve = b.MaxBytes, b.Resolve
+		nw.MaxBytes, nw.Resolve, nw.CACerts = b.MaxBytes, b.Resolve, b.CACerts
 	}
 	if r.network != nil {
 		c := *r.network

@@ -96,6 +96,7 @@ func ClientDependencies(d *DependenciesRequest, language string, b NetworkBounds
 	if err != nil {
 		return r, err
 	}
+	r.CACerts = b.Trust()
 	return r, nil
 }
 

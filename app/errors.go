@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/codeagent/codeagent/deps"
@@ -100,9 +101,23 @@ var hostPath = lazyre.New(`(^|[\s"'(=:])/[^\s"')]*`)
 
 // PublicMessage is msg without host paths: answers to clients never show
 // where a server keeps its files (its log has them).
+// Web addresses (an index's, a registry's) are not paths and stay.
 func PublicMessage(msg string) string {
-	return hostPath.ReplaceAllString(msg, "$1[path]")
+	var b strings.Builder
+	for {
+		loc := webURL.FindStringIndex(msg)
+		if loc == nil {
+			b.WriteString(hostPath.ReplaceAllString(msg, "$1[path]"))
+			return b.String()
+		}
+		b.WriteString(hostPath.ReplaceAllString(msg[:loc[0]], "$1[path]"))
+		b.WriteString(msg[loc[0]:loc[1]])
+		msg = msg[loc[1]:]
+	}
 }
+
+// webURL matches an http or https address in a message.
+var webURL = lazyre.New(`https?://[^\s"')]+`)
 
 // Describe is the one place where the libraries' errors get their class,
 // code and public message. An error that is already an *Error is returned
@@ -164,6 +179,8 @@ func Describe(err error) *Error {
 		e := d(Unavailable, "kernel_ended", "the kernel ended before the cell ran: try again")
 		e.RetryAfter = time.Second
 		return e
+	case errors.As(err, &ie) && ie.Unreachable:
+		return d(Invalid, "index_unreachable", err.Error())
 	case errors.As(err, &ie):
 		// pip's own words: the package not found, no wheel, a conflict.
 		return d(Invalid, "dependencies_failed", err.Error())

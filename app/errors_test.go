@@ -72,3 +72,17 @@ func TestDescribe(t *testing.T) {
 		t.Error("errors.Is(_, ErrInvalid) does not follow the class")
 	}
 }
+
+// Host paths are taken out of public messages; web addresses (an index's,
+// a registry's) stay whole.
+func TestPublicMessageKeepsWebAddresses(t *testing.T) {
+	for in, want := range map[string]string{
+		"cannot open /var/lib/codeagent/x": "cannot open [path]",
+		"install dependencies: the index https://127.0.0.1:1/simple/ could not be reached: connection refused": "install dependencies: the index https://127.0.0.1:1/simple/ could not be reached: connection refused",
+		"fetch http://pypi.test/simple/ into /srv/envs/abc":                                                    "fetch http://pypi.test/simple/ into [path]",
+	} {
+		if got := PublicMessage(in); got != want {
+			t.Errorf("PublicMessage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

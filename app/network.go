@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+
 	"github.com/codeagent/codeagent/egress"
 	"github.com/codeagent/codeagent/manifest"
 	"github.com/codeagent/codeagent/sandbox"
@@ -43,6 +45,51 @@ type NetworkBounds struct {
 	ManifestDefault bool
 	// Resolve maps names to addresses for tests (serve --egress-resolve).
 	Resolve map[string]string
+	// CACerts are PEM certificates of authorities that every network the
+	// door grants, and every install it makes, trusts besides the
+	// sandbox's own: the operator's (--ca-cert; see ReadCACerts), never a
+	// client's. The manifest's network.ca_certs are added to them.
+	CACerts []byte
+}
+
+// Trust is the PEM of the authorities b adds: its own, then the
+// manifest's.
+func (b NetworkBounds) Trust() []byte {
+	var m []byte
+	if b.Manifest != nil {
+		m = b.Manifest.CACerts()
+	}
+	return JoinPEM(b.CACerts, m)
+}
+
+// JoinPEM joins PEM bundles, each ending with a newline; nil when all are
+// empty.
+func JoinPEM(bundles ...[]byte) []byte {
+	var out []byte
+	for _, b := range bundles {
+		if b = bytes.TrimSpace(b); len(b) > 0 {
+			out = append(append(out, b...), '\n')
+		}
+	}
+	return out
+}
+
+// ReadCACerts reads the PEM certificate files of an operator's --ca-cert
+// into one bundle. A file that cannot be read or is not PEM certificates
+// (a private key, DER, text) is an Invalid error naming it.
+func ReadCACerts(paths []string) ([]byte, error) {
+	var out []byte
+	for _, p := range paths {
+		b, err := manifest.ReadCACert(p)
+		if err != nil {
+			return nil, invalidf("%v", err)
+		}
+		out = JoinPEM(out, b)
+	}
+	if len(out) > sandbox.MaxCACerts {
+		return nil, invalidf("the certificate authorities given come to %s: at most %s", sandbox.FormatSize(int64(len(out))), sandbox.FormatSize(sandbox.MaxCACerts))
+	}
+	return out, nil
 }
 
 // Network is the one place where the network of an execution or a run is
@@ -95,7 +142,7 @@ func Network(req NetworkRequest, b NetworkBounds) (*sandbox.Network, error) {
 		return nil, invalidf("a byte budget of %s for the network is more than %s, %s",
 			sandbox.FormatSize(req.MaxBytes), mostBy, sandbox.FormatSize(most))
 	}
-	nw := &sandbox.Network{Allow: append([]string(nil), allow...), MaxBytes: req.MaxBytes, Resolve: b.Resolve}
+	nw := &sandbox.Network{Allow: append([]string(nil), allow...), MaxBytes: req.MaxBytes, Resolve: b.Resolve, CACerts: b.Trust()}
 	if nw.MaxBytes == 0 {
 		nw.MaxBytes = most
 	}
@@ -116,7 +163,7 @@ func CheckCeiling(rules []string) error {
 // network granted to a run that had none gets b's byte budget and name
 // overrides.
 func (b NetworkBounds) GrantBase() *sandbox.Network {
-	return &sandbox.Network{MaxBytes: b.MaxBytes, Resolve: b.Resolve}
+	return &sandbox.Network{MaxBytes: b.MaxBytes, Resolve: b.Resolve, CACerts: b.Trust()}
 }
 
 // MayGrantHost is RunRequest.MayGrantHost for a door whose bounds are b:

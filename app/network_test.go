@@ -1,11 +1,16 @@
 package app
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/codeagent/codeagent/egress"
+	"github.com/codeagent/codeagent/internal/testca"
 	"github.com/codeagent/codeagent/manifest"
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // TestNetwork is the network of one request through each door's bounds:
@@ -66,5 +71,38 @@ func TestNetwork(t *testing.T) {
 		case c.allow > 0 && (nw == nil || len(nw.Allow) != c.allow || nw.MaxBytes != c.bytes):
 			t.Errorf("%s: %+v, want %d hosts and %d bytes", c.name, nw, c.allow, c.bytes)
 		}
+	}
+}
+
+// The operator's authorities and the manifest's reach every network a
+// door grants (requested or granted later) and its installs; the client's
+// request has no way to add one.
+func TestNetworkAuthorities(t *testing.T) {
+	dir := t.TempDir()
+	mca, op := testca.New(t, "manifest CA"), testca.New(t, "operator CA")
+	mca.WriteFile(t, dir)
+	path := filepath.Join(dir, "m.yaml")
+	if err := os.WriteFile(path, []byte("agent:\n  permissions:\n    network: {allow: [api.example.com], ca_certs: [ca.pem]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NetworkBounds{Bounded: true, Ceiling: []string{"api.example.com", "pypi.test"}, CeilingName: "c", Manifest: m, CACerts: op.PEM}
+	nw, err := Network(NetworkRequest{Allow: []string{"api.example.com"}}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sandbox.ParseCerts(nw.CACerts); n != 2 || err != nil {
+		t.Errorf("a requested network has %d authorities (%v), want the operator's and the manifest's", n, err)
+	}
+	if n, _ := sandbox.ParseCerts(b.GrantBase().CACerts); n != 2 {
+		t.Errorf("a granted network has %d authorities", n)
+	}
+	r, err := ClientDependencies(&DependenciesRequest{Python: []string{"tern"}, IndexURL: "https://pypi.test/simple/"}, "python",
+		NetworkBounds{Bounded: true, Ceiling: []string{"pypi.test"}, CeilingName: "c", CACerts: op.PEM})
+	if err != nil || !bytes.Equal(r.CACerts, op.PEM) {
+		t.Errorf("an install's authorities: %q, %v", r.CACerts, err)
 	}
 }

@@ -36,6 +36,9 @@ func InstallLimits() sandbox.Limits {
 type InstallError struct {
 	Message string
 	Output  string // the tail of pip's or npm's output
+	// Unreachable says that the index or registry could not be reached
+	// (refused, timed out, a TLS failure): Message says which and why.
+	Unreachable bool
 }
 
 func (e *InstallError) Error() string { return "install dependencies: " + e.Message }
@@ -51,8 +54,9 @@ func installSpec(r Request, dir string, lim sandbox.Limits) (sandbox.Spec, error
 	// pip builds the environment in TMPDIR and moves it into --target:
 	// on the same file system, a rename (the kubernetes backend's /tmp is
 	// another, and copying there fails).
+	// Two retries: an index that does not answer is said in seconds.
 	cmd := []string{"sh", "-c", `mkdir -p "$TMPDIR" && exec "$@"`, "pip", "python3", "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-		"--no-cache-dir", "--no-warn-script-location", "--progress-bar", "off",
+		"--no-cache-dir", "--no-warn-script-location", "--progress-bar", "off", "--retries", "2",
 		"--target", sandbox.WorkspacePath + "/site", "--report", sandbox.WorkspacePath + "/report.json"}
 	if !r.AllowSource {
 		cmd = append(cmd, "--only-binary", ":all:")
@@ -70,7 +74,7 @@ func installSpec(r Request, dir string, lim sandbox.Limits) (sandbox.Spec, error
 			return spec, err
 		}
 		cmd = append(cmd, "--index-url", r.IndexURL)
-		spec.Network = &sandbox.Network{Allow: rules}
+		spec.Network = &sandbox.Network{Allow: rules, CACerts: r.CACerts}
 	}
 	spec.Command = append(cmd, "-r", "/code/requirements.txt")
 	return spec, nil
@@ -95,8 +99,7 @@ func install(ctx context.Context, sb sandbox.Sandbox, r Request, dir string, lim
 			return nil, fmt.Errorf("install dependencies: %w", err)
 		}
 		if res.Status != sandbox.StatusOK {
-			out := string(res.Stderr)
-			return nil, &InstallError{Message: pipError(out, res), Output: tail(out+string(res.Stdout), 4000)}
+			return nil, installError("index", r.IndexURL, res, pipError)
 		}
 		if pkgs, err = readReport(dir); err != nil {
 			return nil, err
@@ -112,8 +115,7 @@ func install(ctx context.Context, sb sandbox.Sandbox, r Request, dir string, lim
 			return nil, fmt.Errorf("install dependencies: %w", err)
 		}
 		if res.Status != sandbox.StatusOK {
-			out := string(res.Stderr)
-			return nil, &InstallError{Message: npmError(out, res), Output: tail(out+string(res.Stdout), 4000)}
+			return nil, installError("npm registry", r.NPMRegistry, res, npmError)
 		}
 		js, err := readNPMLock(dir)
 		if err != nil {
@@ -122,6 +124,22 @@ func install(ctx context.Context, sb sandbox.Sandbox, r Request, dir string, lim
 		pkgs = append(pkgs, js...)
 	}
 	return pkgs, nil
+}
+
+// installError is the error of a failed install from the index or
+// registry at url (empty for a wheelhouse): that it could not be reached,
+// why, or the installer's own error (see unreachable).
+func installError(what, url string, res sandbox.Result, own func(string, sandbox.Result) string) *InstallError {
+	out := string(res.Stderr)
+	e := &InstallError{Output: tail(out+string(res.Stdout), 4000)}
+	if url != "" {
+		e.Message = unreachable(what, url, res.Egress, out+"\n"+string(res.Stdout))
+		e.Unreachable = e.Message != ""
+	}
+	if e.Message == "" {
+		e.Message = own(out, res)
+	}
+	return e
 }
 
 // pipError is the message of a failed install: pip's ERROR lines, or the
@@ -137,6 +155,9 @@ func pipError(stderr string, res sandbox.Result) string {
 	if len(lines) == 1 && lines[0] == "Exception:" {
 		// pip's own failure: the traceback's last line says what.
 		lines[0] = "pip failed: " + strings.TrimSpace(all[len(all)-1])
+	}
+	if m := pipNoMatch(stderr); m != "" {
+		return m
 	}
 	if len(lines) > 0 {
 		return tail(strings.Join(lines, "; "), 1000)

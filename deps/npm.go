@@ -136,12 +136,12 @@ func npmSpec(r Request, dir string, lim sandbox.Limits) (sandbox.Spec, error) {
 	// setting there), where the sandbox's own loopback has nothing.
 	script := `command -v "$0" >/dev/null 2>&1 || { echo "npm is not in the sandbox image" >&2; exit ` +
 		fmt.Sprint(npmMissing) + `; }; unset NO_PROXY no_proxy; exec "$0" "$@"`
-	return sandbox.Spec{Workspace: dir, Limits: lim, Network: &sandbox.Network{Allow: rules},
+	return sandbox.Spec{Workspace: dir, Limits: lim, Network: &sandbox.Network{Allow: rules, CACerts: r.CACerts},
 		Command: append([]string{"sh", "-c", script, npmCommand}, args...),
 		Env: map[string]string{"HOME": "/tmp", "npm_config_userconfig": "/dev/null", "npm_config_globalconfig": "/tmp/no-global-npmrc",
 			"npm_config_update_notifier": "false",
 			// A registry that does not answer fails in seconds.
-			"npm_config_fetch_retry_mintimeout": "1000", "npm_config_fetch_retry_maxtimeout": "5000"}}, nil
+			"npm_config_fetch_retries": "1", "npm_config_fetch_retry_mintimeout": "1000", "npm_config_fetch_retry_maxtimeout": "5000"}}, nil
 }
 
 // npmError is the message of a failed npm install: npm's error lines,

@@ -16,7 +16,15 @@ func TestPipErrorNamesTheCause(t *testing.T) {
 		t.Errorf("pip's traceback: %q", got)
 	}
 	nf := "ERROR: Could not find a version that satisfies the requirement nosuch (from versions: none)\nERROR: No matching distribution found for nosuch\n"
-	if got := pipError(nf, sandbox.Result{}); !strings.Contains(got, "No matching distribution found for nosuch") || !strings.HasPrefix(got, "Could not find") {
-		t.Errorf("pip's error lines: %q", got)
+	if got := pipError(nf, sandbox.Result{}); got != "no such package on the index, or no wheel of it for this platform: nosuch" {
+		t.Errorf("no version at all: %q", got)
+	}
+	nv := "ERROR: Could not find a version that satisfies the requirement tern==2.0 (from versions: 1.0, 1.1)\nERROR: No matching distribution found for tern==2.0\n"
+	if got := pipError(nv, sandbox.Result{}); got != "no matching version of tern==2.0: the index has 1.0, 1.1" {
+		t.Errorf("no matching version: %q", got)
+	}
+	cf := "ERROR: Cannot install a==1 and b==2 because these package versions have conflicting dependencies.\n"
+	if got := pipError(cf, sandbox.Result{}); !strings.HasPrefix(got, "Cannot install a==1 and b==2") {
+		t.Errorf("pip's own words: %q", got)
 	}
 }

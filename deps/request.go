@@ -68,6 +68,11 @@ type Request struct {
 	JavaScript []string `json:"javascript,omitempty"`
 	// NPMRegistry is the npm registry's URL; "" is DefaultNPMRegistry.
 	NPMRegistry string `json:"npm_registry,omitempty"`
+	// CACerts are PEM certificates of authorities the installer trusts
+	// besides its sandbox's own (an index behind a private authority).
+	// They decide whom the install trusts, not what it installs: they are
+	// not part of the environment's key.
+	CACerts []byte `json:"-"`
 }
 
 // Empty reports whether r asks for nothing.
@@ -157,7 +162,7 @@ func (r Request) Normalize() (Request, error) {
 	if len(r.Python) > MaxRequirements || len(r.JavaScript) > MaxRequirements {
 		return r, fmt.Errorf("%w: %d requirements and %d npm packages: at most %d each", ErrInvalid, len(r.Python), len(r.JavaScript), MaxRequirements)
 	}
-	out := Request{AllowSource: r.AllowSource}
+	out := Request{AllowSource: r.AllowSource, CACerts: r.CACerts}
 	if len(r.JavaScript) > 0 {
 		js, err := normalizeNPM(r.JavaScript)
 		if err != nil {

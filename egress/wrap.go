@@ -50,6 +50,10 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		err := fmt.Errorf("%w: the gateway is the egress layer's to set", sandbox.ErrInvalidSpec)
 		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
 	}
+	spec, err := withCACerts(ctx, s.Sandbox, spec)
+	if err != nil {
+		return sandbox.Result{Status: sandbox.StatusSandboxError, Message: err.Error()}, err
+	}
 	p, err := New(Config{Network: *spec.Network, Lookup: s.Lookup})
 	if err != nil {
 		err = fmt.Errorf("%w: %v", sandbox.ErrInvalidSpec, err)

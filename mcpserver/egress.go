@@ -22,7 +22,7 @@ func (s *Server) network(allow []string) (*sandbox.Network, error) {
 func (s *Server) networkBounds() app.NetworkBounds {
 	return app.NetworkBounds{Bounded: true,
 		Ceiling: s.cfg.EgressCeiling, CeilingName: "this server's egress ceiling (--egress-ceiling)",
-		MaxBytes: s.cfg.EgressMaxBytes, Manifest: s.deps.Manifest, Resolve: s.cfg.EgressResolve}
+		MaxBytes: s.cfg.EgressMaxBytes, Manifest: s.deps.Manifest, Resolve: s.cfg.EgressResolve, CACerts: s.cfg.EgressCACerts}
 }
 
 // dependencies checks a call's dependencies (none: an empty request).

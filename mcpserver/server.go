@@ -80,6 +80,10 @@ type Config struct {
 	EgressCeiling  []string
 	EgressMaxBytes int64
 	EgressResolve  map[string]string
+	// EgressCACerts are PEM certificates of authorities that programs
+	// with a network and installs trust besides the sandbox's own (the
+	// operator's --ca-cert; a client cannot add any).
+	EgressCACerts []byte
 }
 
 func (c Config) withDefaults(m *manifest.Manifest) Config {

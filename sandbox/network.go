@@ -25,6 +25,12 @@ type Network struct {
 	// listed explicitly. Front ends accept it only behind an explicit flag
 	// and record it with the result.
 	Resolve map[string]string
+	// CACerts are PEM certificates of authorities the program trusts for
+	// this execution besides its sandbox's own (see TrustStore): a
+	// private index's or API's. The egress layer places both together
+	// at CABundlePath and points the usual variables at it (see
+	// egress.Wrap); the proxy itself never looks inside TLS.
+	CACerts []byte
 }
 
 // DefaultEgressBytes is the per-execution cap of Network.MaxBytes.
@@ -96,6 +102,11 @@ func (s Spec) validateNetwork() error {
 		return fmt.Errorf("%w: gateway port %d", ErrInvalidSpec, s.Gateway.Port())
 	case s.Network.MaxBytes < 0:
 		return fmt.Errorf("%w: negative network byte limit", ErrInvalidSpec)
+	}
+	if len(s.Network.CACerts) > 0 {
+		if _, err := ParseCerts(s.Network.CACerts); err != nil {
+			return fmt.Errorf("%w: the network's certificate authorities: %v", ErrInvalidSpec, err)
+		}
 	}
 	return nil
 }

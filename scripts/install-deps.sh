@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what codeagent needs on Debian or Ubuntu: bubblewrap for the
-# sandbox, the runtimes programs use inside it (Python, node, Go), gcc for the checker's
+# sandbox and the certificate authorities its programs trust (the host's),
+# the runtimes programs use inside it (Python, node, Go), gcc for the checker's
 # tree-sitter parser, g++ to build Ollama for the end-to-end tests
 # (../shared/ollama/build.sh), and for the Docker backend an engine
 # (docker.io) and debootstrap to build its image offline, and for the
@@ -9,7 +10,7 @@
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-pkgs=(bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests python3-coverage nodejs golang-go gcc g++ procps docker.io debootstrap chromium
+pkgs=(bubblewrap ca-certificates python3 python3-pandas python3-numpy python3-matplotlib python3-pytest python3-pip python3-requests python3-coverage nodejs golang-go gcc g++ procps docker.io debootstrap chromium
   etcd-server containerd runc containernetworking-plugins openssl curl util-linux)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -39,5 +39,5 @@ func (s *Server) network(n *networkRequest) (*sandbox.Network, error) {
 func (s *Server) networkBounds() app.NetworkBounds {
 	return app.NetworkBounds{Bounded: true,
 		Ceiling: s.cfg.EgressCeiling, CeilingName: "this server's egress ceiling (serve --egress-ceiling)",
-		MaxBytes: s.cfg.EgressMaxBytes, Resolve: s.cfg.EgressResolve}
+		MaxBytes: s.cfg.EgressMaxBytes, Resolve: s.cfg.EgressResolve, CACerts: s.cfg.EgressCACerts}
 }

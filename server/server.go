@@ -100,6 +100,11 @@ type Config struct {
 	// for every network (tests: serve --egress-resolve).
 	EgressMaxBytes int64
 	EgressResolve  map[string]string
+	// EgressCACerts are PEM certificates of authorities that every
+	// program with a network and every install trusts besides the
+	// sandbox's own (serve --ca-cert): the operator's; a client cannot
+	// add any.
+	EgressCACerts []byte
 	// ApprovalTimeout is how long an approval of a run started with
 	// "approve" waits for its decision before it expires as a rejection
 	// (default 10 min).

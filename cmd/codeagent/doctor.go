@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/namespace"
 )
 
@@ -30,6 +31,8 @@ func cmdDoctor(ctx context.Context, s stdio, args []string) int {
 	}
 	rep := namespace.Probe(namespace.Config{AllowWeakIsolation: *weak})
 	printDoctor(s.out, rep)
+	ts, err := namespace.HostTrustStore()
+	printTrust(s.out, ts, err)
 	if !rep.Usable {
 		return exitFailure
 	}
@@ -85,6 +88,19 @@ func printDoctor(w io.Writer, r namespace.Report) {
 	}
 	for _, x := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", strings.TrimSpace(x))
+	}
+}
+
+// printTrust says which certificate authorities the backend's sandboxes
+// trust (what --ca-cert adds to).
+func printTrust(w io.Writer, ts sandbox.TrustStore, err error) {
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "certificates:      not known: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	case ts.Authorities == 0:
+		fmt.Fprintf(w, "certificates:      none (%s): programs and installs cannot check any HTTPS host; install ca-certificates\n", ts.Source)
+	default:
+		fmt.Fprintf(w, "certificates:      %s (%d authorities)\n", ts.Source, ts.Authorities)
 	}
 }
 

@@ -56,5 +56,9 @@ func dockerDoctor(ctx context.Context, s stdio, bf *backendFlags, weak bool) int
 		return exitFailure
 	}
 	fmt.Fprintf(w, "a program:         ok: ran in a container (%d ms)\n", time.Since(start).Milliseconds())
+	if tr := sandbox.TrusterOf(sb); tr != nil {
+		ts, err := tr.TrustStore(ctx)
+		printTrust(w, ts, err)
+	}
 	return exitOK
 }

@@ -81,6 +81,8 @@ func kubeDoctor(ctx context.Context, s stdio, bf *backendFlags, weak bool) int {
 		fmt.Fprintf(w, "backend:           none: codeagent refuses to run programs in these Pods (docs/KUBERNETES.md, \"Isolation\")\n")
 		return exitFailure
 	}
+	ts, err := b.TrustStore(ctx)
+	printTrust(w, ts, err)
 	return exitOK
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -18,28 +19,53 @@ type networkFlags struct {
 	allow    []string
 	maxBytes int64
 	resolve  []string
+	ca       caFlag
 }
 
 func (n *networkFlags) register(fs *flag.FlagSet) {
 	fs.Var(allowFlag{&n.allow}, "allow-host", "let programs reach HOST[:PORT] through codeagent's proxy (repeatable; *.example.com for names below; no port: 80 and 443)")
 	sizeVar(fs, &n.maxBytes, "egress-max-bytes", sizeBounds{min: 1, max: 1 << 40}, "bytes in and out of one program's connections together (default 100MiB)")
 	fs.Var(resolveFlag{&n.resolve}, "egress-resolve", "for tests: map NAME to ADDR:PORT instead of DNS, like curl's --resolve (repeatable; recorded with the result)")
+	fs.Var(&n.ca, "ca-cert", "trust the certificate authorities of this PEM file too, for this run's HTTPS and package installs (repeatable; the host's are always trusted)")
 }
 
 // network is the network of a Spec: the --allow-host list, which must stay
 // within a manifest's when one is given (its list applies when the flag is
-// not), or nil for no network.
-func (n *networkFlags) network(m *manifest.Manifest) (*sandbox.Network, error) {
+// not), or nil for no network; and the authorities that it and package
+// installs trust besides the sandbox's own (--ca-cert, the manifest's
+// network.ca_certs).
+func (n *networkFlags) network(m *manifest.Manifest) (*sandbox.Network, []byte, error) {
 	res, err := egress.ParseResolve(n.resolve)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, nil, usageError{err}
 	}
-	nw, err := app.Network(app.NetworkRequest{Allow: n.allow, MaxBytes: n.maxBytes, Resolve: res},
-		app.NetworkBounds{Manifest: m, ManifestDefault: true})
+	b := app.NetworkBounds{Manifest: m, ManifestDefault: true, CACerts: n.ca.pem}
+	nw, err := app.Network(app.NetworkRequest{Allow: n.allow, MaxBytes: n.maxBytes, Resolve: res}, b)
 	if err != nil {
-		return nil, usagef("network: %w", err)
+		return nil, nil, usagef("network: %w", err)
 	}
-	return nw, nil
+	return nw, b.Trust(), nil
+}
+
+// caFlag collects --ca-cert FILE, each file read and checked as it is
+// given: one that is not PEM certificates is a usage error naming it.
+type caFlag struct {
+	files []string
+	pem   []byte
+}
+
+func (f *caFlag) String() string { return strings.Join(f.files, ",") }
+
+func (f *caFlag) Set(s string) error {
+	b, err := app.ReadCACerts([]string{s})
+	if err != nil {
+		return err
+	}
+	if len(f.pem)+len(b) > sandbox.MaxCACerts {
+		return fmt.Errorf("the certificate files come to more than %s", sandbox.FormatSize(sandbox.MaxCACerts))
+	}
+	f.files, f.pem = append(f.files, s), app.JoinPEM(f.pem, b)
+	return nil
 }
 
 // allowFlag collects --allow-host, each entry checked as it is given.
@@ -89,17 +115,23 @@ type ceilingFlags struct {
 	ceiling  []string
 	maxBytes int64
 	resolve  []string
+	ca       caFlag
 }
 
 func (c *ceilingFlags) register(fs *flag.FlagSet) {
 	fs.Var(allowFlag{&c.ceiling}, "egress-ceiling", "HOST[:PORT] that requests may let programs reach (repeatable); a request's allow list must stay within these (default: none, no network)")
 	sizeVar(fs, &c.maxBytes, "egress-max-bytes", sizeBounds{min: 1, max: 1 << 40}, "most bytes in and out of one program's connections a request may ask for (default 100MiB)")
 	fs.Var(resolveFlag{&c.resolve}, "egress-resolve", "for tests: map NAME to ADDR:PORT instead of DNS for every program (repeatable; recorded with each result)")
+	fs.Var(&c.ca, "ca-cert", "trust the certificate authorities of this PEM file too, in every program's HTTPS and package install (repeatable; the host's are always trusted; clients cannot add any)")
 }
 
+// resolveMap checks the flags together and returns the resolve overrides.
 func (c *ceilingFlags) resolveMap() (map[string]string, error) {
 	if len(c.resolve) > 0 && len(c.ceiling) == 0 {
 		return nil, usagef("--egress-resolve needs --egress-ceiling")
+	}
+	if len(c.ca.files) > 0 && len(c.ceiling) == 0 {
+		return nil, usagef("--ca-cert needs --egress-ceiling: without a network no program or install reaches a host that it would trust")
 	}
 	m, err := egress.ParseResolve(c.resolve)
 	if err != nil {

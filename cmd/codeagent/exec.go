@@ -118,7 +118,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 		}
 	}
 	limits = limits.Overlay(o.Limits)
-	network, err := o.Net.network(m)
+	network, trust, err := o.Net.network(m)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
@@ -126,6 +126,7 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	depReq.CACerts = trust
 	if err := checkLanguage(depReq, language.Name); err != nil {
 		return sandbox.Result{}, err
 	}

@@ -103,7 +103,7 @@ func serveMCP(ctx context.Context, o mcpOptions, s stdio) error {
 		return err
 	}
 	srv, err := mcpserver.New(mcpserver.Config{Version: buildVersion(), EgressCeiling: o.Egress.ceiling,
-		EgressMaxBytes: o.Egress.maxBytes, EgressResolve: resolve}, deps)
+		EgressMaxBytes: o.Egress.maxBytes, EgressResolve: resolve, EgressCACerts: o.Egress.ca.pem}, deps)
 	if err != nil {
 		return usageError{err}
 	}

@@ -203,7 +203,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 	if err != nil {
 		return nil, nil, err
 	}
-	network, err := o.Net.network(m)
+	network, trust, err := o.Net.network(m)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -252,7 +252,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		return nil, nil, err
 	}
 	defer sb.Close()
-	installer, err := runInstaller(ctx, o, m, s, sb, backend, dataDir)
+	installer, err := runInstaller(ctx, o, m, s, sb, backend, dataDir, trust)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -298,7 +298,8 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		},
 		Task: o.Task, Session: sess, Purpose: "codeagent run",
 		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
-		Sandbox: runSB, PerMinute: perMinute, Observer: obs, Installer: installer, Approver: approver, Review: review})
+		Sandbox: runSB, PerMinute: perMinute, Observer: obs, Installer: installer, Approver: approver, Review: review,
+		GrantBase: &sandbox.Network{CACerts: trust}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,8 +22,8 @@ import (
 // and left out), installed now; and what the manifest's
 // permissions.install lets a program declare itself. Packages found for
 // another language than the run's are left out. Nil when there is
-// neither.
-func runInstaller(ctx context.Context, o runOptions, m *manifest.Manifest, s stdio, sb sandbox.Sandbox, backend, dataDir string) (*app.Installer, error) {
+// neither. Installs trust the authorities of trust too (--ca-cert).
+func runInstaller(ctx context.Context, o runOptions, m *manifest.Manifest, s stdio, sb sandbox.Sandbox, backend, dataDir string, trust []byte) (*app.Installer, error) {
 	var found, mreq deps.Request
 	var allow []string
 	if m != nil {
@@ -52,6 +52,7 @@ func runInstaller(ctx context.Context, o runOptions, m *manifest.Manifest, s std
 	if req.NPMRegistry == "" {
 		req.NPMRegistry = mreq.NPMRegistry
 	}
+	req.CACerts = trust
 	if err := checkLanguage(req, o.Lang); err != nil {
 		return nil, err
 	}

@@ -149,6 +149,9 @@ func isLoopback(addr string) bool {
 }
 
 func serve(ctx context.Context, o serveOptions, s stdio) error {
+	if _, err := o.Egress.resolveMap(); err != nil {
+		return err // before the data directory is locked
+	}
 	keys, err := loadKeys(o.KeysFile, o.Getenv)
 	if err != nil {
 		return err
@@ -183,7 +186,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
 		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)),
 		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle,
-		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes, Backend: o.Backend,
+		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes, EgressCACerts: o.Egress.ca.pem, Backend: o.Backend,
 		ApprovalTimeout: o.ApprovalTimeout}
 	if scfg.EgressResolve, err = o.Egress.resolveMap(); err != nil {
 		return err
@@ -231,7 +234,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	defer deps.Kernels.Close()
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Version: buildVersion(), SessionMaxBytes: o.SessionMaxBytes,
 		SessionMaxFiles: o.SessionMaxFiles, EgressCeiling: scfg.EgressCeiling, EgressMaxBytes: scfg.EgressMaxBytes,
-		EgressResolve: scfg.EgressResolve}, mcpserver.Deps{Sandbox: execs.Sandbox("mcp", true), Store: st,
+		EgressResolve: scfg.EgressResolve, EgressCACerts: scfg.EgressCACerts}, mcpserver.Deps{Sandbox: execs.Sandbox("mcp", true), Store: st,
 		Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: logger, Kernels: deps.Kernels,
 		Envs: app.Envs(dataDir, execs.Sandbox("install", true), o.Backend, logger)})
 	if err != nil {

@@ -5,6 +5,9 @@
 package fixtureserver
 
 import (
+	"crypto/tls"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -19,11 +22,18 @@ type Server struct {
 	once     sync.Once
 }
 
-// New serves h, which sees only GET and HEAD requests.
-func New(t testing.TB, h http.HandlerFunc) *Server {
+// New serves h over HTTP; h sees only GET and HEAD requests.
+func New(t testing.TB, h http.HandlerFunc) *Server { return serve(t, h, nil) }
+
+// NewTLS serves h over HTTPS with cert (see package testca).
+func NewTLS(t testing.TB, h http.HandlerFunc, cert tls.Certificate) *Server {
+	return serve(t, h, &cert)
+}
+
+func serve(t testing.TB, h http.HandlerFunc, cert *tls.Certificate) *Server {
 	t.Helper()
 	s := &Server{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -32,11 +42,19 @@ func New(t testing.TB, h http.HandlerFunc) *Server {
 		}
 		h(w, r)
 	}))
+	if cert != nil {
+		s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}}
+		s.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // clients that refuse the certificate are what tests expect
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	t.Cleanup(s.Close)
 	return s
 }
 
-// Base is the server's URL without a trailing slash, http://127.0.0.1:PORT.
+// Base is the server's URL without a trailing slash, http://127.0.0.1:PORT
+// (https:// for NewTLS).
 func (s *Server) Base() string { return s.srv.URL }
 
 // Host is the server's address, 127.0.0.1:PORT.

@@ -14,6 +14,7 @@ import (
 	"compress/gzip"
 	"crypto/sha1"
 	"crypto/sha512"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -103,9 +104,23 @@ type Registry struct {
 	downloads atomic.Int64
 }
 
-// New serves pkgs until Close or the end of the test.
+// New serves pkgs over HTTP until Close or the end of the test.
 func New(t testing.TB, pkgs ...Package) *Registry {
 	t.Helper()
+	r := registry(t, pkgs)
+	r.Server = fixtureserver.New(t, r.serve)
+	return r
+}
+
+// NewTLS is New over HTTPS with cert (see package testca).
+func NewTLS(t testing.TB, cert tls.Certificate, pkgs ...Package) *Registry {
+	t.Helper()
+	r := registry(t, pkgs)
+	r.Server = fixtureserver.NewTLS(t, r.serve, cert)
+	return r
+}
+
+func registry(t testing.TB, pkgs []Package) *Registry {
 	r := &Registry{packages: map[string][]Package{}, tarballs: map[string][]byte{}}
 	for _, p := range pkgs {
 		data, err := Tarball(p)
@@ -119,7 +134,6 @@ func New(t testing.TB, pkgs ...Package) *Registry {
 		r.tarballs[file] = data
 		r.packages[p.Name] = append(r.packages[p.Name], p)
 	}
-	r.Server = fixtureserver.New(t, r.serve)
 	return r
 }
 

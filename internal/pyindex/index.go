@@ -2,6 +2,7 @@ package pyindex
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"html"
@@ -26,10 +27,24 @@ type Index struct {
 	fileHits atomic.Int64
 }
 
-// New serves dists until Close or the end of the test. Two dists with the
-// same file name fail the test.
+// New serves dists over HTTP until Close or the end of the test. Two
+// dists with the same file name fail the test.
 func New(t testing.TB, dists ...Dist) *Index {
 	t.Helper()
+	ix := index(t, dists)
+	ix.Server = fixtureserver.New(t, ix.serve)
+	return ix
+}
+
+// NewTLS is New over HTTPS with cert (see package testca).
+func NewTLS(t testing.TB, cert tls.Certificate, dists ...Dist) *Index {
+	t.Helper()
+	ix := index(t, dists)
+	ix.Server = fixtureserver.NewTLS(t, ix.serve, cert)
+	return ix
+}
+
+func index(t testing.TB, dists []Dist) *Index {
 	ix := &Index{projects: map[string][]Dist{}, files: map[string][]byte{}}
 	for _, d := range dists {
 		if err := checkFilename(d.Filename); err != nil {
@@ -48,7 +63,6 @@ func New(t testing.TB, dists ...Dist) *Index {
 	for _, ds := range ix.projects {
 		sort.Slice(ds, func(i, j int) bool { return ds[i].Filename < ds[j].Filename })
 	}
-	ix.Server = fixtureserver.New(t, ix.serve)
 	return ix
 }
 

@@ -99,6 +99,7 @@ type Backend struct {
 	weakOnce sync.Once // warns once of weak isolation
 	// staging: boxes get staging file systems (see stagingfs_linux.go).
 	staging atomic.Bool
+	trust   *backendkit.ImageTrust // what the image trusts, learnt once
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -159,7 +160,7 @@ func New(cfg Config) (*Backend, error) {
 	if !Local(cfg.Host) {
 		log.Warn("docker: the engine looks remote; workspaces are staged through bind mounts of this host's directories, which it may not see", "host", cli.DaemonHost())
 	}
-	b := &Backend{cfg: cfg, log: log, cli: cli, owner: ownerID(), root: root, ids: ids}
+	b := &Backend{cfg: cfg, log: log, cli: cli, owner: ownerID(), root: root, ids: ids, trust: &backendkit.ImageTrust{Image: cfg.Image}}
 	b.remove = b.removeContainer
 	if b.v1, err = socketMemoryCharged(ctx, cli, cfg.Host); err != nil {
 		_ = cli.Close()
@@ -210,6 +211,12 @@ func (b *Backend) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// TrustStore implements sandbox.Truster: the image's bundle, read in a
+// container once.
+func (b *Backend) TrustStore(ctx context.Context) (sandbox.TrustStore, error) {
+	return b.trust.Get(ctx, b.Run)
 }
 
 // Run implements sandbox.Sandbox.

@@ -141,6 +141,7 @@ type Backend struct {
 	tmplNote    string
 	autoSeccomp atomic.Bool
 	probes      atomic.Int64 // probe Pods started, for tests
+	trust       *backendkit.ImageTrust
 }
 
 var _ sandbox.Sandbox = (*Backend)(nil)
@@ -176,7 +177,7 @@ func New(cfg Config) (*Backend, error) {
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	b := &Backend{cfg: cfg, log: log, rest: rc, api: api, id: hex.EncodeToString(r[:]), owner: procid.Self().String(),
-		iso: map[isoKey]*isoState{}}
+		iso: map[isoKey]*isoState{}, trust: &backendkit.ImageTrust{Image: cfg.Image}}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	if _, err := api.serverVersion(ctx); err != nil {
@@ -350,6 +351,12 @@ func validate(spec sandbox.Spec) error {
 		}
 	}
 	return nil
+}
+
+// TrustStore implements sandbox.Truster: the image's bundle, read in a
+// Pod once.
+func (b *Backend) TrustStore(ctx context.Context) (sandbox.TrustStore, error) {
+	return b.trust.Get(ctx, b.Run)
 }
 
 // Namespace is where the backend's Pods run.

@@ -55,8 +55,8 @@ var etcSynthesized = map[string]string{
 // prepareEtc builds the sandbox's /etc once per backend, in a private
 // directory below tmp that every sandbox binds read-only: one mount per
 // execution instead of one per file. The copy reflects the host's /etc when
-// the backend was created.
-func prepareEtc(tmp string) (string, error) {
+// the backend was created, with the trust store of ts (see prepareTrust).
+func prepareEtc(tmp string, ts trustSource) (string, error) {
 	dir, err := os.MkdirTemp(tmp, procid.Prefix(etcPrefix))
 	if err != nil {
 		return "", err
@@ -69,6 +69,10 @@ func prepareEtc(tmp string) (string, error) {
 			_ = os.RemoveAll(dir)
 			return "", fmt.Errorf("copy /etc/%s: %w", n, err)
 		}
+	}
+	if err := prepareTrust(dir, ts); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
 	}
 	for n, content := range etcSynthesized {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte(content), 0o644); err != nil {

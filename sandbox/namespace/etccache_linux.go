@@ -26,16 +26,16 @@ import (
 // entries; copying them (alternatives, fonts) took about 150 ms per start.
 
 // etcFormat changes when the way /etc is prepared changes.
-const etcFormat = "etc-v2"
+const etcFormat = "etc-v3"
 
 // completeMark is written last into a prepared /etc that is whole.
 const completeMark = ".codeagent-complete"
 
-// sharedEtc returns the prepared /etc for this host below base, building it
-// when no whole copy with the same hash exists. Copies of other hashes that
-// nobody used for a day are removed.
-func sharedEtc(base string) (string, error) {
-	sum, err := etcFingerprint()
+// sharedEtc returns the prepared /etc for this host below base, with the
+// trust store of ts, building it when no whole copy with the same hash
+// exists. Copies of other hashes that nobody used for a day are removed.
+func sharedEtc(base string, ts trustSource) (string, error) {
+	sum, err := etcFingerprint(ts)
 	if err != nil {
 		return "", err
 	}
@@ -47,7 +47,7 @@ func sharedEtc(base string) (string, error) {
 		}
 		return dir, nil
 	}
-	tmp, err := prepareEtc(base)
+	tmp, err := prepareEtc(base, ts)
 	if err != nil {
 		return "", err
 	}
@@ -71,13 +71,16 @@ func sharedEtc(base string) (string, error) {
 // replaced file has a new inode or change time, so contents need not be
 // read); a link, by its name (see appendTree). It runs at every start, over several hundred
 // entries, so it appends to one buffer rather than formatting each.
-func etcFingerprint() (string, error) {
+func etcFingerprint(ts trustSource) (string, error) {
 	buf := append(make([]byte, 0, 64<<10), etcFormat+"\n"...)
 	var err error
 	for _, n := range etcNames() {
 		if buf, err = appendTree(buf, "/etc/"+n); err != nil {
 			return "", err
 		}
+	}
+	if buf, err = appendTrust(buf, ts); err != nil {
+		return "", err
 	}
 	keys := make([]string, 0, len(etcSynthesized))
 	for k := range etcSynthesized {

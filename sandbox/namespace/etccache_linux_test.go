@@ -15,7 +15,7 @@ import (
 func TestSharedEtcIsBuiltOnceAndFollowsTheHost(t *testing.T) {
 	base := t.TempDir()
 	start := time.Now()
-	a, err := sharedEtc(base)
+	a, err := sharedEtc(base, hostTrustSource())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestSharedEtcIsBuiltOnceAndFollowsTheHost(t *testing.T) {
 	}
 	first := ino(filepath.Join(a, "passwd"))
 	start = time.Now()
-	b, err := sharedEtc(base)
+	b, err := sharedEtc(base, hostTrustSource())
 	if err != nil || b != a {
 		t.Fatalf("second start: %q %v, want %q", b, err, a)
 	}
@@ -40,7 +40,7 @@ func TestSharedEtcIsBuiltOnceAndFollowsTheHost(t *testing.T) {
 	old := etcSynthesized["hostname"]
 	etcSynthesized["hostname"] = "changed\n"
 	defer func() { etcSynthesized["hostname"] = old }()
-	c, err := sharedEtc(base)
+	c, err := sharedEtc(base, hostTrustSource())
 	if err != nil || c == a {
 		t.Fatalf("after a change: %q %v, want a new directory", c, err)
 	}
@@ -117,7 +117,7 @@ func TestFingerprintFollowsChanges(t *testing.T) {
 // BenchmarkEtcFingerprint is what every start pays to find the prepared /etc.
 func BenchmarkEtcFingerprint(b *testing.B) {
 	for b.Loop() {
-		if _, err := etcFingerprint(); err != nil {
+		if _, err := etcFingerprint(hostTrustSource()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -32,6 +32,7 @@ type Backend struct {
 	seccomp []byte
 	cgroups cgroupManager // nil: rlimits only
 	etc     string        // the prepared /etc
+	trust   trustSource   // where its certificate bundle came from
 	mnt     string        // the workspace mount point and /proc masks
 	mpl     *tmpFile      // matplotlib's font list for Python sandboxes, or nil
 	hostUID int           // the first host uid of programs when root, else -1
@@ -116,7 +117,8 @@ func New(cfg Config) (*Backend, error) {
 			etcBase = c
 		}
 	}
-	etc, err := sharedEtc(etcBase)
+	trust := hostTrustSource()
+	etc, err := sharedEtc(etcBase, trust)
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "prepare /etc", Err: err}
 	}
@@ -124,7 +126,7 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, &sandbox.SetupError{Reason: "prepare the mount directory", Err: err}
 	}
-	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, seccomp: seccompProgram(), etc: etc, mnt: mnt, hostUID: hostUID,
+	b := &Backend{cfg: cfg, log: log, bwrap: rep.Bwrap, seccomp: seccompProgram(), etc: etc, trust: trust, mnt: mnt, hostUID: hostUID,
 		ids: ids, running: map[*upperFS]struct{}{}}
 	b.layout = hostLayout(etc, mnt)
 	if hostUID >= 0 {

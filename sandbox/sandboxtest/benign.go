@@ -58,6 +58,7 @@ func RunBenign(t *testing.T, sb sandbox.Sandbox) {
 			t.Fatalf("bash stdout %q", res.Stdout)
 		}
 	})
+	t.Run("TrustStore", func(t *testing.T) { benignTrustStore(t, sb) })
 	t.Run("Go", func(t *testing.T) {
 		// go run builds in the sandbox (go, compile and link are processes
 		// of their own) with its build cache in the workspace, as a

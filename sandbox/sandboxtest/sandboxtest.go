@@ -83,6 +83,10 @@ type withFeatures struct {
 	f Features
 }
 
+// Unwrap returns the backend, for the egress layer's look for its
+// optional interfaces (sandbox.Truster).
+func (w withFeatures) Unwrap() sandbox.Sandbox { return w.Sandbox }
+
 // featuresOf returns the features RunWith was given.
 func featuresOf(sb sandbox.Sandbox) Features {
 	if w, ok := sb.(withFeatures); ok {

@@ -30,6 +30,7 @@ func RunEgress(t *testing.T, sb sandbox.Sandbox) {
 	t.Run("ListedAddressPort", func(t *testing.T) { egressListedAddressPort(t, sb) })
 	t.Run("MaxBytes", func(t *testing.T) { egressMaxBytes(t, sb) })
 	t.Run("Pip", func(t *testing.T) { egressPip(t, sb) })
+	t.Run("PrivateCA", func(t *testing.T) { egressPrivateCA(t, sb) })
 }
 
 func egressDefault(t *testing.T, sb sandbox.Sandbox) {
