@@ -36,9 +36,15 @@ type ApprovalRequest struct {
 	// Tool is the tool call's name in tool mode (execute_python, ...).
 	Tool     string `json:"tool,omitempty"`
 	Language string `json:"language"`
-	// Code is what would run, secrets redacted.
-	Code     string           `json:"code"`
-	Findings []safety.Finding `json:"findings"`
+	// Code is what would run, byte for byte but for the secrets codeagent
+	// knows, masked in place (Redactor.Code); CodeSHA256 is the sha256 of
+	// what would run, unmasked.
+	Code       string           `json:"code"`
+	CodeSHA256 string           `json:"code_sha256"`
+	Findings   []safety.Finding `json:"findings"`
+	// Warnings are the lines of the code that hold text shaped like a
+	// secret (SecretWarnings): shown as written, never hidden.
+	Warnings []safety.Finding `json:"warnings,omitempty"`
 	// Concerns are the reviewer model's, when one reviewed the code.
 	Concerns []string `json:"concerns,omitempty"`
 	// Network are the hosts the program may reach, as the user allowed
@@ -84,7 +90,9 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Decisio
 }
 
 // ApprovalRecord is an approval's outcome, in the approval event and the
-// audit log: the edit's hashes, and what it granted.
+// audit log: the hashes of the code asked about and of the person's edit,
+// the edit (what ran instead, masked as ApprovalRequest.Code is), and what
+// it granted.
 type ApprovalRecord struct {
 	ID         string   `json:"approval_id"`
 	Decision   string   `json:"decision"`
@@ -92,6 +100,7 @@ type ApprovalRecord struct {
 	By         string   `json:"by"`
 	CodeSHA256 string   `json:"code_sha256"`
 	EditSHA256 string   `json:"edited_sha256,omitempty"`
+	Edited     string   `json:"edited_code,omitempty"`
 	Rest       bool     `json:"rest,omitempty"`
 	Hosts      []string `json:"granted_hosts,omitempty"`
 	Packages   []string `json:"granted_packages,omitempty"`
@@ -156,7 +165,8 @@ func (r *run) gate(ctx context.Context, g gate) (gateVerdict, error) {
 		}
 		rev = &rv
 	}
-	raised := len(g.findings) > 0 || (rev != nil && (!rev.Approve || len(rev.Concerns) > 0))
+	warnings := SecretWarnings(g.code)
+	raised := len(g.findings) > 0 || len(warnings) > 0 || (rev != nil && (!rev.Approve || len(rev.Concerns) > 0))
 	if !r.approving() {
 		switch {
 		case len(askHosts) > 0:
@@ -175,8 +185,8 @@ func (r *run) gate(ctx context.Context, g gate) (gateVerdict, error) {
 	}
 	r.approvals++
 	req := ApprovalRequest{ID: fmt.Sprint(r.approvals), Attempt: g.n, Step: g.step, Phase: g.phase, Tool: g.tool,
-		Language: g.lang, Code: r.a.redact.String(g.code), Findings: g.findings, Network: r.networkAllow(),
-		Packages: pkgs, AskHosts: askHosts, AskPackages: askPkgs, Writes: r.deliver}
+		Language: g.lang, Code: r.a.redact.Code(g.code), CodeSHA256: sha(g.code), Findings: g.findings, Warnings: warnings,
+		Network: r.networkAllow(), Packages: pkgs, AskHosts: askHosts, AskPackages: askPkgs, Writes: r.deliver}
 	if req.Findings == nil {
 		req.Findings = []safety.Finding{}
 	}
@@ -195,10 +205,10 @@ func (r *run) gate(ctx context.Context, g gate) (gateVerdict, error) {
 		return gateVerdict{}, fmt.Errorf("approval: %w", err)
 	}
 	rec := ApprovalRecord{ID: req.ID, Decision: d.Decision, Reason: r.a.redact.String(cutRunes(d.Reason, 2000)), By: d.By,
-		CodeSHA256: sha(req.Code)}
+		CodeSHA256: req.CodeSHA256}
 	if d.Decision == DecisionApprove && d.Code != "" && d.Code != req.Code {
 		v.code, v.edited = d.Code, true
-		rec.EditSHA256 = sha(d.Code)
+		rec.EditSHA256, rec.Edited = sha(d.Code), r.a.redact.Code(d.Code)
 		if g.declares { // the person wrote what the edit asks for
 			h, _ := r.hostsAsked(declaredHosts(d.Code))
 			askHosts = h
@@ -265,7 +275,7 @@ func (r *run) gateProgram(ctx context.Context, n int, code string, findings []sa
 	}
 	if gv.edited {
 		code = gv.code
-		at.Code, at.Source = r.a.redact.String(code), code
+		at.Code, at.Source = r.a.redact.Code(code), code
 		r.res.Code, r.res.Source = at.Code, code
 		fence := r.a.lang.Name
 		r.msgs = append(r.msgs, r.user("The person supervising this run edited your program before it ran; this is what runs:\n```"+fence+"\n"+at.Code+"```"))

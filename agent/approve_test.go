@@ -131,6 +131,32 @@ func TestOnFindingAsksOnlyWhenSomethingWasRaised(t *testing.T) {
 	}
 }
 
+// Text shaped like a secret in a program is a warning: with on-finding a
+// person is asked and shown it with the whole code; without approval the
+// program runs, and the check's event carries the warning.
+func TestTextLikeASecretIsAWarningShownWhole(t *testing.T) {
+	const prog = "# -----BEGIN PRIVATE KEY-----\nprint('shown')\n"
+	person := &scriptedPerson{decisions: []Decision{{Decision: DecisionApprove}}}
+	a, _, ws, _ := approvalSetup(t, Config{Approve: ApproveOnFinding}, person, nil, py(prog))
+	res, err := a.Run(context.Background(), Task{Prompt: "print", Workspace: ws})
+	if err != nil || !res.Success || len(person.asked) != 1 {
+		t.Fatalf("success %v asked %d err %v", res.Success, len(person.asked), err)
+	}
+	req := person.asked[0]
+	if req.Code != prog || req.CodeSHA256 != sha(prog) || len(req.Warnings) != 1 || req.Warnings[0].Line != 1 || len(req.Findings) != 0 {
+		t.Errorf("asked %+v", req)
+	}
+	a, _, ws, events := approvalSetup(t, Config{}, nil, nil, py(prog))
+	if res, err := a.Run(context.Background(), Task{Prompt: "print", Workspace: ws}); err != nil || !res.Success || res.Code != prog {
+		t.Fatalf("without approval: success %v code %q err %v", res.Success, res.Code, err)
+	}
+	for _, e := range *events {
+		if e.Type == EventChecked && (len(e.Findings) != 1 || e.Findings[0].Rule != RuleSecretLike || e.Safe == nil || !*e.Safe) {
+			t.Errorf("checked: %+v", e)
+		}
+	}
+}
+
 func TestTheReviewersRejectionReachesTheModel(t *testing.T) {
 	review := []llmtest.Reply{
 		llmtest.Say(`{"approve": false, "concerns": ["it deletes files the task does not name"]}`),

@@ -49,8 +49,11 @@ type Event struct {
 	// FreshStart marks an attempt regenerated from the task (attempt_start).
 	FreshStart bool `json:"fresh_start,omitempty"`
 	// Code is the extracted program or tests (generated), or the program
-	// assembled from tool calls (replayed).
-	Code string `json:"code,omitempty"`
+	// assembled from tool calls (replayed), as it runs: only the secrets
+	// codeagent knows are masked in it (Redactor.Code). CodeSHA256 is the
+	// sha256 of the code as it runs, unmasked.
+	Code       string `json:"code,omitempty"`
+	CodeSHA256 string `json:"code_sha256,omitempty"`
 	// Findings of the static check (checked), then its lint warnings
 	// (Kind "lint"); Safe says there were no findings, warnings aside.
 	Findings []safety.Finding `json:"findings,omitempty"`

@@ -16,21 +16,24 @@ func withLint(findings, lint []safety.Finding) []safety.Finding {
 	return append(append(out, findings...), lint...)
 }
 
-// keep returns rep's findings, redacted, and keeps its lint warnings in
-// r.lint when lint (else none).
-func (r *run) keep(rep safety.Report, lint bool) []safety.Finding {
+// keep returns rep's findings, redacted, and keeps in r.lint its lint
+// warnings when lint (else none), then the warnings about text in code
+// shaped like a secret (SecretWarnings).
+func (r *run) keep(rep safety.Report, code string, lint bool) []safety.Finding {
 	r.lint = nil
 	if lint {
 		r.lint = r.redacted(rep.Lint)
 	}
+	r.lint = append(r.lint, r.redacted(SecretWarnings(code))...)
 	return r.redacted(rep.Findings)
 }
 
-// redacted copies findings with their source text redacted.
+// redacted copies findings with the secrets codeagent knows masked in
+// their source text, which is code (see Redactor.Code).
 func (r *run) redacted(fs []safety.Finding) []safety.Finding {
 	out := make([]safety.Finding, len(fs))
 	for i, f := range fs {
-		f.Text = r.a.redact.String(f.Text)
+		f.Text = r.a.redact.Code(f.Text)
 		out[i] = f
 	}
 	return out

@@ -83,7 +83,7 @@ func (r *run) run(ctx context.Context) error {
 		return fmt.Errorf("%w: tests need %s, not %s", ErrConfig, TestLanguages(), r.a.lang.Name)
 	case r.task.TestCode != "":
 		r.tests, r.userTests = r.task.TestCode, true
-		r.res.Tests = r.a.redact.String(r.task.TestCode)
+		r.res.Tests = r.a.redact.Code(r.task.TestCode)
 		if err := r.ws.WriteFile(r.a.TestFile(), []byte(r.tests)); err != nil {
 			return err
 		}
@@ -236,10 +236,10 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 		return at, false, nil
 	}
 	code := x.Code
-	at.Code, at.Source = r.a.redact.String(code), code
+	at.Code, at.Source = r.a.redact.Code(code), code
 	r.res.Code, r.res.Source = at.Code, code
 	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: "```" + fence + "\n" + at.Code + "```"})
-	r.emit(Event{Type: EventGenerated, Attempt: n, Phase: PhaseCode, Code: at.Code, DurationMS: ms(t0)})
+	r.emit(Event{Type: EventGenerated, Attempt: n, Phase: PhaseCode, Code: at.Code, CodeSHA256: sha(code), DurationMS: ms(t0)})
 
 	findings, err := r.check(ctx, n, PhaseCode, code)
 	if err != nil {
@@ -372,7 +372,7 @@ func (r *run) checkAs(ctx context.Context, e Event, l safety.Language, code stri
 		}
 		return nil, fmt.Errorf("static check: %w", err)
 	}
-	findings := r.keep(rep, lint)
+	findings := r.keep(rep, code, lint)
 	safe := len(findings) == 0
 	e.Type, e.Findings, e.Safe, e.ErrorClass, e.DurationMS = EventChecked, withLint(findings, r.lint), &safe, ClassifyFindings(findings), ms(t0)
 	r.emit(e)

@@ -93,7 +93,7 @@ func (t *toolRun) replay(ctx context.Context, code, want string) (sandbox.Result
 	if diff != "" && class == ClassNone {
 		class = ClassReplay
 	}
-	t.emit(Event{Type: EventReplayed, Attempt: t.at.N, Phase: PhaseTool, Code: t.a.redact.String(code), Result: resultJSON(res),
+	t.emit(Event{Type: EventReplayed, Attempt: t.at.N, Phase: PhaseTool, Code: t.a.redact.Code(code), CodeSHA256: sha(code), Result: resultJSON(res),
 		ErrorClass: class, Message: diff, DurationMS: ms(t0)})
 	return res, diff, nil
 }

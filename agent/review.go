@@ -24,11 +24,13 @@ type Review struct {
 // rejection: a reviewer that cannot be read passes nothing.
 func (r *run) review(ctx context.Context, g gate) (Review, error) {
 	t0 := time.Now()
+	// The code is the reviewer's as it runs (only known secrets masked):
+	// r.user's redaction of model text would let a pattern hide lines.
 	prompt := render("review.txt", map[string]any{
-		"Task": r.task.Prompt, "Fence": g.lang, "Code": r.a.redact.String(g.code),
-		"Network": orNone(r.networkAllow()), "Asks": strings.Join(declaredHosts(g.code), ", "),
+		"Task": r.a.redact.String(r.task.Prompt), "Fence": g.lang, "Code": r.a.redact.Code(g.code),
+		"Network": orNone(r.networkAllow()), "Asks": r.a.redact.Code(strings.Join(declaredHosts(g.code), ", ")),
 	})
-	msgs := []llm.Message{r.user(prompt)}
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: prompt}}
 	var rv Review
 	for try := 1; ; try++ {
 		resp, err := r.a.deps.Reviewer.Chat(ctx, llm.Request{System: render("review_system.txt", nil), Messages: msgs,

@@ -66,9 +66,9 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 		*msgs = append(*msgs, llm.Message{Role: llm.RoleAssistant, Content: r.a.redact.String(answer)})
 		return "the answer held no ```" + fence + " code block", "", false, nil
 	}
-	at.Code = r.a.redact.String(x.Code)
+	at.Code = r.a.redact.Code(x.Code)
 	*msgs = append(*msgs, llm.Message{Role: llm.RoleAssistant, Content: "```" + fence + "\n" + at.Code + "```"})
-	r.emit(Event{Type: EventGenerated, Attempt: n, MaxAttempts: max, Phase: PhaseTests, Code: at.Code, DurationMS: ms(t0)})
+	r.emit(Event{Type: EventGenerated, Attempt: n, MaxAttempts: max, Phase: PhaseTests, Code: at.Code, CodeSHA256: sha(x.Code), DurationMS: ms(t0)})
 
 	t1 := time.Now()
 	rep, err := r.a.deps.Checker.Check(ctx, r.a.safeLang, []byte(x.Code))
@@ -98,7 +98,7 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 	}
 	if gv.edited {
 		x.Code = gv.code
-		at.Code = r.a.redact.String(x.Code)
+		at.Code = r.a.redact.Code(x.Code)
 	}
 	if tr.HasTests != nil && !tr.HasTests(x.Code) {
 		at.ErrorClass = ClassVacuousTests

@@ -127,7 +127,7 @@ func (t *toolRun) execute(ctx context.Context, e Event, d *toolDef, code string,
 	edited := ""
 	if gv.edited {
 		code = gv.code
-		edited = "The person supervising this run edited the code before it ran; what ran:\n" + t.a.redact.String(code) + "\n\n"
+		edited = "The person supervising this run edited the code before it ran; what ran:\n" + t.a.redact.Code(code) + "\n\n"
 	}
 	var res sandbox.Result
 	var kr kernel.Result
@@ -362,9 +362,11 @@ func (t *toolRun) writeFile(p, content string, st *Step) string {
 	return fmt.Sprintf("wrote %d bytes to %s", len(content), rel)
 }
 
-// redactJSON redacts a call's arguments for the record, keeping them JSON.
+// redactJSON masks the secrets codeagent knows in a call's arguments for
+// the record, keeping them JSON. The arguments hold code that runs (or
+// files it may run), so no pattern rewrites them (see Redactor.Code).
 func (t *toolRun) redactJSON(raw json.RawMessage) json.RawMessage {
-	s := t.a.redact.String(string(raw))
+	s := t.a.redact.Code(string(raw))
 	if json.Valid([]byte(s)) {
 		return json.RawMessage(s)
 	}

@@ -194,7 +194,7 @@ func (t *toolRun) endRound(ctx context.Context) (done bool, err error) {
 		t.fail(n, ClassNoCode, "ended without a successful "+ExecTool(t.a.lang.Name)+" call")
 		return false, nil
 	}
-	at.Code, at.Source = t.a.redact.String(code), code
+	at.Code, at.Source = t.a.redact.Code(code), code
 	t.res.Code, t.res.Source, t.res.Output = at.Code, code, stdout
 	if missing := t.missingDeliverables(); len(missing) > 0 {
 		// As in program mode: a file the task names that the calls did

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -101,6 +102,41 @@ func TestRedact(t *testing.T) {
 	}
 	if got := string(r.Bytes([]byte("\xff my-configured-key-123"))); got != "\xff [REDACTED]" {
 		t.Errorf("bytes: %q", got)
+	}
+}
+
+// Code masks only the configured secrets, in place; what the patterns
+// would have redacted is left as written and reported, with its line.
+func TestRedactCode(t *testing.T) {
+	r := NewRedactor("my-configured-key-123")
+	for in, want := range map[string]string{
+		"k = 'my-configured-key-123'\n":                                       "k = '[REDACTED]'\n",
+		"# -----BEGIN PRIVATE KEY-----\nrun()\n# -----END PRIVATE KEY-----\n": "# -----BEGIN PRIVATE KEY-----\nrun()\n# -----END PRIVATE KEY-----\n",
+		"h = {'Authorization': 'Bearer abcdefghijkl'}":                        "h = {'Authorization': 'Bearer abcdefghijkl'}",
+		"": "",
+	} {
+		if got := r.Code(in); got != want {
+			t.Errorf("Code(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var zero *Redactor
+	if got := zero.Code("sk-ant-api03-AbCdEf0123456789"); got != "sk-ant-api03-AbCdEf0123456789" {
+		t.Errorf("nil redactor: %q", got)
+	}
+	code := "import os\n# -----BEGIN RSA PRIVATE KEY-----\nos.remove('x')\nkey = 'sk-ant-api03-AbCdEf0123456789'  # sk-proj-AbCdEf0123456789xyzXYZ\n"
+	var got []string
+	for _, w := range SecretWarnings(code) {
+		if w.Kind != safety.KindLint || w.Rule != RuleSecretLike {
+			t.Errorf("warning %+v is not a lint warning of %s", w, RuleSecretLike)
+		}
+		got = append(got, fmt.Sprintf("%d:%d %s", w.Line, w.Column, w.Text))
+	}
+	want := "2:3 # -----BEGIN RSA PRIVATE KEY-----|4:8 key = 'sk-ant-api03-AbCdEf0123456789'  # sk-proj-AbCdEf0123456789xyzXYZ"
+	if strings.Join(got, "|") != want {
+		t.Errorf("warnings %q, want %q", got, want)
+	}
+	if w := SecretWarnings("print('hello')\n"); len(w) != 0 {
+		t.Errorf("warnings on plain code: %+v", w)
 	}
 }
 

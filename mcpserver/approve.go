@@ -153,6 +153,12 @@ func approvalMessage(req app.ApprovalRequest) string {
 			fmt.Fprintf(&b, "- line %d: %s [%s]\n", f.Line, f.Message, f.Rule)
 		}
 	}
+	if len(req.Warnings) > 0 {
+		b.WriteString("\nWarnings (shown as written):\n")
+		for _, w := range req.Warnings {
+			fmt.Fprintf(&b, "- line %d: %s\n", w.Line, w.Message)
+		}
+	}
 	list := func(title string, items []string) {
 		if len(items) > 0 {
 			fmt.Fprintf(&b, "\n%s: %s\n", title, strings.Join(items, ", "))

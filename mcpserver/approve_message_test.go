@@ -14,9 +14,10 @@ func TestApprovalMessage(t *testing.T) {
 	code := strings.Repeat("x", maxShownCode+500)
 	msg := approvalMessage(agent.ApprovalRequest{ID: "2", Attempt: 3, Language: "python", Code: code,
 		Findings: []safety.Finding{{Rule: "forbidden-import", Line: 1, Message: "imports socket"}},
+		Warnings: []safety.Finding{{Rule: agent.RuleSecretLike, Line: 4, Message: "this looks like a private key", Kind: safety.KindLint}},
 		Concerns: []string{"deletes files"}, AskHosts: []string{"example.com"}})
 	for _, want := range []string{"attempt 3", "approval 2", "[... cut: the program has 8500 bytes, 8000 shown]",
-		"line 1: imports socket [forbidden-import]", "- deletes files", "example.com"} {
+		"line 1: imports socket [forbidden-import]", "- line 4: this looks like a private key", "- deletes files", "example.com"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the message lacks %q", want)
 		}

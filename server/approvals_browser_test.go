@@ -13,11 +13,15 @@ import (
 // each program" ticked; the page shows the first program with its buttons,
 // Reject with a reason sends the reason to the model, and the second
 // program, edited in the page and approved, is what runs. After each
-// decision the buttons go and the decision is shown.
+// decision the buttons go and the decision is shown. Live and, after a
+// reload, in the history: the edit is shown as what ran, and the second
+// program's check shows its lint warning (an undefined name), not "no
+// findings".
 func TestServeBrowserPageApprovals(t *testing.T) {
 	const reason = "print the other greeting"
+	const edit = "print('edited in the page')\n"
 	ts := newTestServer(t, testOptions{cfg: Config{LocalToken: testLocalToken}, replies: []llmtest.Reply{
-		pyReply("print('first greeting')\n"), pyReply("print('second greeting')\n"), llmtest.Say(verifyOK),
+		pyReply("print('first greeting')\n"), pyReply("def unused():\n    return df.head()\n\n\nprint('second greeting')\n"), llmtest.Say(verifyOK),
 	}})
 	s := ts.createSession(t, testLocalToken, "approvals")
 	p := openPage(t, ts)
@@ -41,7 +45,7 @@ func TestServeBrowserPageApprovals(t *testing.T) {
 		t.Fatalf("the model was not told the reason (%d requests)", len(reqs))
 	}
 	p.do(chromedp.Click(chromedp.CSS(second+" button.edit-code")),
-		chromedp.SetValue(chromedp.CSS(second+" textarea.edit"), "print('edited in the page')\n"),
+		chromedp.SetValue(chromedp.CSS(second+" textarea.edit"), edit),
 		chromedp.Click(chromedp.CSS(second+" button.approve")))
 	p.poll("the run's outcome", `document.getElementById("outcome").textContent.startsWith("Done") && !document.getElementById("run").disabled`)
 	for what, js := range map[string]string{
@@ -56,4 +60,21 @@ func TestServeBrowserPageApprovals(t *testing.T) {
 	if runs := p.history(s.ID); len(runs) != 1 || runs[0].Status != runSucceeded {
 		t.Fatalf("runs: %+v", runs)
 	}
+	shownRan := func(where string) {
+		t.Helper()
+		at := where + ` li.attempt[data-attempt="2"]`
+		for what, js := range map[string]string{
+			"the edit as what ran": `[...document.querySelectorAll('` + at + ` .edited pre.code')].map((e) => e.textContent).join() === "` + strings.TrimSuffix(edit, "\n") + `\n"`,
+			"the lint warning":     `document.querySelector('` + at + `').textContent.includes("warning: line 2: undefined-name undefined name 'df'")`,
+			"no clean check":       `!document.querySelector('` + at + `').textContent.includes("check: no findings")`,
+		} {
+			if !p.is(js) {
+				t.Errorf("%s: %s: %s; %s", where, what, js, p.state())
+			}
+		}
+	}
+	shownRan("#progress")
+	p.reload()
+	p.poll("the run in the history", `!!document.querySelector('#history li.attempt[data-attempt="2"] .edited')`)
+	shownRan("#history")
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -147,6 +149,42 @@ func TestServeRunApproveRejectThenApprove(t *testing.T) {
 	recs := approvalRecords(t, ts)
 	if len(recs) != 2 || recs[0]["decision"] != "reject" || recs[0]["by"] != "alice" || recs[0]["reason"] != reason ||
 		recs[1]["decision"] != "approve" || recs[1]["by"] != "alice" {
+		t.Fatalf("audit approval records: %v", recs)
+	}
+}
+
+// TestServeRunApproveShowsWhatRuns: a program hiding a line between
+// private-key markers and holding the server's local token is shown
+// through the API's approval whole, but for the token, masked in place;
+// the hash is of what runs; the person's edit (which hides a line the same
+// way) is what runs, and what the approval event and the audit log hold.
+func TestServeRunApproveShowsWhatRuns(t *testing.T) {
+	prog := "# -----BEGIN PRIVATE KEY-----\nprint('HIDDEN')\n# -----END PRIVATE KEY-----\nTOKEN = '" + testLocalToken + "'\n"
+	const edit = "# -----BEGIN PRIVATE KEY-----\nprint('EDIT-HIDDEN')\n# -----END PRIVATE KEY-----\n"
+	ts := newTestServer(t, testOptions{cfg: Config{LocalToken: testLocalToken}, replies: []llmtest.Reply{pyReply(prog), llmtest.Say(verifyOK)}})
+	s := ts.createSession(t, testLocalToken, "shown")
+	var run runJSON
+	ts.json(t, "POST", "/v1/sessions/"+s.ID+"/runs", testLocalToken, map[string]any{"task": "print", "approve": true, "max_iterations": 1},
+		http.StatusAccepted, &run)
+	ev := ts.follow(t, testLocalToken, run.ID)
+	ask := ev.next(agent.EventApprovalRequired).Approval
+	sum := sha256.Sum256([]byte(prog))
+	if want := strings.ReplaceAll(prog, testLocalToken, agent.Redacted); ask == nil || ask.Code != want ||
+		ask.CodeSHA256 != hex.EncodeToString(sum[:]) || len(ask.Warnings) != 1 || ask.Warnings[0].Line != 1 {
+		t.Fatalf("approval: %+v, want the code %q and its hash", ask, want)
+	}
+	ts.decide(t, testLocalToken, run.ID, "1", map[string]any{"decision": "approve", "code": edit}, http.StatusOK)
+	if d := ev.next(agent.EventApproval).Decision; d == nil || d.Edited != edit {
+		t.Fatalf("the decision: %+v", d)
+	}
+	if x := ev.next(agent.EventExecuted); x.Result == nil || x.Result.Stdout != "EDIT-HIDDEN\n" {
+		t.Fatalf("executed: %+v", x.Result)
+	}
+	if r := ts.waitRun(t, testLocalToken, run.ID); r.Status != runSucceeded {
+		t.Fatalf("run: %+v", r)
+	}
+	sum = sha256.Sum256([]byte(edit))
+	if recs := approvalRecords(t, ts); len(recs) != 1 || recs[0]["edited_code"] != edit || recs[0]["edited_sha256"] != hex.EncodeToString(sum[:]) {
 		t.Fatalf("audit approval records: %v", recs)
 	}
 }

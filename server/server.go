@@ -309,7 +309,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.auth = newAuthenticator(keys, cfg.RatePerSecond, cfg.RateBurst)
 	s.runs = newRunRegistry()
 	secrets := append([]string{}, deps.Secrets...)
-	for _, k := range cfg.Keys {
+	for _, k := range keys { // the API keys' tokens, or the local token
 		secrets = append(secrets, k.Token)
 	}
 	if deps.Review != nil && deps.Review.APIKey != "" {

@@ -76,7 +76,7 @@ func (r *Recorder) Event(e agent.Event) {
 		r.cur.ErrorClass = string(e.ErrorClass)
 		r.model += time.Duration(e.DurationMS) * time.Millisecond
 		r.audit("generated", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "code": e.Code,
-			"code_sha256": hash([]byte(e.Code)), "error_class": e.ErrorClass, "model_ms": e.DurationMS})
+			"code_sha256": codeHash(e.CodeSHA256, e.Code), "error_class": e.ErrorClass, "model_ms": e.DurationMS})
 		r.save()
 	case agent.EventChecked:
 		if f, err := json.Marshal(e.Findings); err == nil && len(e.Findings) > 0 {
@@ -127,7 +127,7 @@ func (r *Recorder) Event(e agent.Event) {
 		r.audit("tool_result", map[string]any{"attempt": e.Attempt, "step": e.Step, "tool": e.Tool, "call_id": e.CallID,
 			"result_sha256": hash([]byte(e.ToolResult)), "result": head(e.ToolResult), "error_class": e.ErrorClass, "duration_ms": e.DurationMS})
 	case agent.EventReplayed:
-		rec := map[string]any{"attempt": e.Attempt, "code_sha256": hash([]byte(e.Code)), "difference": e.Message,
+		rec := map[string]any{"attempt": e.Attempt, "code_sha256": codeHash(e.CodeSHA256, e.Code), "difference": e.Message,
 			"error_class": e.ErrorClass, "duration_ms": e.DurationMS}
 		if res := e.Result; res != nil {
 			rec["status"], rec["exit_code"] = res.Status, res.ExitCode
@@ -146,15 +146,23 @@ func (r *Recorder) Event(e agent.Event) {
 	case agent.EventApprovalRequired:
 		if a := e.Approval; a != nil {
 			r.audit("approval_required", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "step": e.Step, "tool": e.Tool,
-				"approval_id": a.ID, "code_sha256": hash([]byte(a.Code)), "findings": len(a.Findings), "concerns": a.Concerns,
-				"ask_hosts": a.AskHosts, "ask_packages": a.AskPackages})
+				"approval_id": a.ID, "code_sha256": codeHash(a.CodeSHA256, a.Code), "findings": len(a.Findings),
+				"warnings": a.Warnings, "concerns": a.Concerns, "ask_hosts": a.AskHosts, "ask_packages": a.AskPackages})
 		}
 	case agent.EventApproval:
 		if d := e.Decision; d != nil {
-			r.audit("approval", map[string]any{"attempt": e.Attempt, "phase": e.Phase, "step": e.Step, "tool": e.Tool,
+			rec := map[string]any{"attempt": e.Attempt, "phase": e.Phase, "step": e.Step, "tool": e.Tool,
 				"approval_id": d.ID, "decision": d.Decision, "reason": d.Reason, "by": d.By,
 				"code_sha256": d.CodeSHA256, "edited_sha256": d.EditSHA256, "rest": d.Rest,
-				"granted_hosts": d.Hosts, "granted_packages": d.Packages})
+				"granted_hosts": d.Hosts, "granted_packages": d.Packages}
+			if d.Edited != "" {
+				rec["edited_code"] = d.Edited
+			}
+			r.audit("approval", rec)
+			if d.Edited != "" && e.Phase != agent.PhaseTool { // the edit is the attempt's program
+				r.cur.Code = d.Edited
+				r.save()
+			}
 		}
 	case agent.EventDone:
 		success := e.Success != nil && *e.Success
@@ -228,6 +236,15 @@ func (r *Recorder) closeFailed() error {
 func hash(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// codeHash is the hash an event gives of its code as it ran, else (an
+// event of an older agent, or no code) the hash of the code it shows.
+func codeHash(sha, code string) string {
+	if sha != "" {
+		return sha
+	}
+	return hash([]byte(code))
 }
 
 // head keeps the start of an output stream, cut at a character boundary.

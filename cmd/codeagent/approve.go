@@ -144,6 +144,9 @@ func (t *termApprover) show(req agent.ApprovalRequest) {
 	for _, f := range req.Findings {
 		fmt.Fprintf(t.out, "checker: line %d: %s [%s]\n", f.Line, termtext.Text(f.Message), f.Rule)
 	}
+	for _, w := range req.Warnings {
+		fmt.Fprintf(t.out, "warning: line %d: %s\n", w.Line, termtext.Text(w.Message))
+	}
 	for _, c := range req.Concerns {
 		fmt.Fprintf(t.out, "reviewer: %s\n", termtext.Text(c))
 	}

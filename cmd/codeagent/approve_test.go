@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,19 +157,8 @@ func TestRunApproveAtATerminal(t *testing.T) {
 	}
 	// The audit log has each decision, who made it, the reason and the
 	// edit's hash.
-	code, log, stderr := runBinary(t, "", nil, "log", "--data-dir", dataDir, "--json")
-	if code != 0 {
-		t.Fatalf("log: exit %d: %s", code, stderr)
-	}
-	var recs []struct {
-		Kind string         `json:"kind"`
-		Data map[string]any `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(log), &recs); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, r := range recs {
+	for _, r := range auditRecords(t, dataDir) {
 		if r.Kind == "approval" {
 			edited := r.Data["edited_sha256"] != nil && r.Data["edited_sha256"] != ""
 			got = append(got, fmt.Sprintf("%v by %v (%v) edited=%v rest=%v", r.Data["decision"], r.Data["by"], r.Data["reason"], edited, r.Data["rest"]))

@@ -22,11 +22,14 @@ function listOf(title, items, cls) {
 function showApproval(li, a, runID) {
   const box = el("div", "approval");
   box.dataset.approval = a.approval_id;
+  box.dataset.language = a.language || "";
   box.append(el("h4", "", "Approval " + a.approval_id + ": may this program run?"));
   box.append(highlight(a.code || "", a.language));
   const findings = (a.findings || []).map((f) => (f.line ? "line " + f.line + ": " : "") + (f.rule || "") + " " + (f.message || ""));
   if (findings.length) box.append(listOf("The checker found:", findings, "bad"));
   else box.append(el("p", "muted", "The checker found nothing."));
+  const warnings = (a.warnings || []).map((f) => "line " + f.line + ": " + (f.message || ""));
+  if (warnings.length) box.append(listOf("Warnings (the code is shown as written):", warnings, "warn"));
   if ((a.concerns || []).length) box.append(listOf("The reviewer raised:", a.concerns, "bad"));
   if ((a.ask_hosts || []).length) box.append(listOf("It asks to reach (granted for this run if approved):", a.ask_hosts, "ask"));
   if ((a.ask_packages || []).length) box.append(listOf("It asks to install (granted for this run if approved):", a.ask_packages, "ask"));
@@ -87,7 +90,8 @@ function approvalControls(runID, a) {
 
 const DECIDED = { approve: "approved", reject: "rejected", stop: "stopped", expired: "expired: nobody decided in time, so it did not run" };
 
-// showDecision replaces approval d's buttons with its decision.
+// showDecision replaces approval d's buttons with its decision and, when
+// the person edited the program, shows the edit: what ran instead.
 function showDecision(li, d) {
   const box = [...li.querySelectorAll(".approval")].find((b) => b.dataset.approval === String(d.approval_id));
   const at = box || li;
@@ -98,4 +102,9 @@ function showDecision(li, d) {
   if (d.reason) text += ": " + d.reason;
   const p = el("p", d.decision === "approve" ? "good decision" : "bad decision", text.charAt(0).toUpperCase() + text.slice(1));
   at.append(p);
+  if (d.edited_code) {
+    const ran = el("div", "edited");
+    ran.append(el("p", "muted", "The edited program, which ran instead:"), highlight(d.edited_code, (box && box.dataset.language) || "python"));
+    at.append(ran);
+  }
 }

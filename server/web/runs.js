@@ -94,10 +94,19 @@ function onEvent(view, e) {
       showArguments(at, e.tool, e.arguments);
       break;
     case "checked": {
-      if (e.safe) { at.append(el("p", "good", "check: no findings")); break; }
+      // Findings stop a program; lint warnings (kind "lint") are listed
+      // with them, and never make the check look clean.
+      const all = e.findings || [];
+      const warnings = all.filter((f) => f.kind === "lint").length;
+      if (e.safe && !warnings) { at.append(el("p", "good", "check: no findings")); break; }
       const ul = el("ul", "findings");
-      for (const f of e.findings || []) ul.append(el("li", "", (f.line ? "line " + f.line + ": " : "") + (f.rule || "") + " " + (f.message || "")));
-      at.append(el("p", "bad", "check findings" + (e.error_class ? " (" + e.error_class + ")" : "")), ul);
+      for (const f of all) {
+        ul.append(el("li", f.kind === "lint" ? "warn" : "", (f.kind === "lint" ? "warning: " : "") +
+          (f.line ? "line " + f.line + ": " : "") + (f.rule || "") + " " + (f.message || "")));
+      }
+      const head = e.safe ? el("p", "warn", "check: passed with " + warnings + " warning" + (warnings > 1 ? "s" : ""))
+        : el("p", "bad", "check findings" + (e.error_class ? " (" + e.error_class + ")" : ""));
+      at.append(head, ul);
       break;
     }
     case "executed":
