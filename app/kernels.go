@@ -78,8 +78,10 @@ var keptMIME = []string{"text/plain", "text/html", "text/markdown"}
 
 // KeepCell records in st the cell code that ran in the kernel of the
 // session sessionID and has just ended with res, for the session's
-// history (GET /v1/sessions/{id}/cells): its code, output, displays' texts
-// and error redacted with r, then cut to store.MaxCellText each (the
+// history (GET /v1/sessions/{id}/cells): its code as it ran but for the
+// secrets r knows (Redactor.Code: a pattern never rewrites code), its
+// output, displays' texts and error redacted with r, then cut to
+// store.MaxCellText each (the
 // displays' texts together), and the names of its figures. Its start is
 // its end less its wall time.
 func KeepCell(ctx context.Context, st *store.Store, r *Redactor, sessionID, code string, res CellResult) (store.Cell, error) {
@@ -109,7 +111,7 @@ func KeepCell(ctx context.Context, st *store.Store, r *Redactor, sessionID, code
 	}
 	return st.AddCell(ctx, store.Cell{SessionID: sessionID, ExecutionCount: res.ExecutionCount,
 		StartedAt: time.Now().Add(-res.WallTime), Wall: res.WallTime,
-		Code: r.String(code), Stdout: string(r.Bytes(res.Stdout)), Stderr: string(r.Bytes(res.Stderr)),
+		Code: r.Code(code), Stdout: string(r.Bytes(res.Stdout)), Stderr: string(r.Bytes(res.Stderr)),
 		Display: b, Images: res.Images, Status: res.Status.String(), ExitCode: res.ExitCode,
 		Message: r.String(res.Message), ErrorName: r.String(res.ErrorName), ErrorValue: r.String(res.ErrorValue),
 		KernelDied: res.KernelDied, KernelRestarted: res.KernelRestarted, RestartReason: res.RestartReason})

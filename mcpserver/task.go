@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/app"
+	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -199,10 +200,19 @@ func describe(e app.Event) string {
 		}
 		return fmt.Sprintf("%s: generated %d lines", at, strings.Count(e.Code, "\n")+1)
 	case app.EventChecked:
-		if e.Safe != nil && *e.Safe {
-			return at + ": checked, no findings"
+		warnings := 0
+		for _, f := range e.Findings {
+			if f.Kind == safety.KindLint {
+				warnings++
+			}
 		}
-		return fmt.Sprintf("%s: checked, %d finding(s)", at, len(e.Findings))
+		switch {
+		case e.Safe != nil && *e.Safe && warnings == 0:
+			return at + ": checked, no findings"
+		case e.Safe != nil && *e.Safe:
+			return fmt.Sprintf("%s: checked, passed with %d warning(s)", at, warnings)
+		}
+		return fmt.Sprintf("%s: checked, %d finding(s)", at, len(e.Findings)-warnings)
 	case app.EventExecuted:
 		if e.Result != nil {
 			return fmt.Sprintf("%s: executed, %s (exit %d) in %d ms", at, e.Result.Status, e.Result.ExitCode, e.Result.WallMS)
