@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -113,4 +114,28 @@ func TestEnvironmentEntryCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease.Release()
+
+	// An environment recorded before sizes counted the disk (its files'
+	// bytes, no entries) is measured when next read, and recorded so.
+	record := filepath.Join(lease.Dir, "env.json")
+	old := strings.Replace(readFile(t, record), fmt.Sprintf(`"size": %d,`, lease.Size), `"size": 1,`, 1)
+	old = strings.Replace(old, fmt.Sprintf(`"entries": %d,`, lease.Entries), "", 1)
+	if err := os.WriteFile(record, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if envs, _ := s.List(); len(envs) != 1 || envs[0].Size != lease.Size || envs[0].Entries != lease.Entries {
+		t.Errorf("an old record read as %+v, want size %d in %d entries", envs, lease.Size, lease.Entries)
+	}
+	if got := readFile(t, record); !strings.Contains(got, fmt.Sprintf(`"entries": %d,`, lease.Entries)) {
+		t.Errorf("the old record was not rewritten:\n%s", got)
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
