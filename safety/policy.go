@@ -38,6 +38,10 @@ type GoPolicy struct {
 	// any reference is reported.
 	ForbiddenFunctions   []string `yaml:"forbidden_functions"`
 	EnvironmentFunctions []string `yaml:"environment_functions"`
+	// ForbiddenMethods are method names any reference to which on a value
+	// is reported (p.Kill, (*T).Signal, v.MethodByName("Kill")); Signal
+	// called with no argument is sync.Cond's and passes.
+	ForbiddenMethods []string `yaml:"forbidden_methods"`
 }
 
 // DefaultPolicy returns the built-in one. Validate it before use (New does).
@@ -260,6 +264,7 @@ func (p *Policy) Validate() error {
 	names("go.allowed_packages", p.Go.AllowedPackages, goPackage, `an import path, optionally ending in "/..."`)
 	names("go.forbidden_functions", p.Go.ForbiddenFunctions, goFunction, "a qualified name such as os.StartProcess")
 	names("go.environment_functions", p.Go.EnvironmentFunctions, goFunction, "a qualified name such as os.Getenv")
+	names("go.forbidden_methods", p.Go.ForbiddenMethods, dottedName, "a method name such as Kill")
 	return errors.Join(errs...)
 }
 
