@@ -98,16 +98,7 @@ func TestEnvironmentEntryCap(t *testing.T) {
 	ix := pyindex.New(t, emptyDirs(t, 1000))
 	s := newStore(t)
 	s.MaxEntries = 1000
-	_, err := s.Ensure(context.Background(), deps.Request{Python: []string{"hollow"}, IndexURL: ix.URL()})
-	var ie *deps.InstallError
-	if !errors.As(err, &ie) || !strings.Contains(ie.Message, "more than 1000 files and directories") {
-		t.Fatalf("got %v, want an install error naming the cap", err)
-	}
-	envs, _ := s.List()
-	left, _ := filepath.Glob(filepath.Join(s.Dir, ".staging-*"))
-	if len(envs) != 0 || len(left) != 0 {
-		t.Errorf("a refused install left %v and %v", envs, left)
-	}
+	failsLeavingNothing(t, s, deps.Request{Python: []string{"hollow"}, IndexURL: ix.URL()}, "more than 1000 files and directories")
 	s.MaxEntries = 0 // the default cap takes it
 	lease, err := s.Ensure(context.Background(), deps.Request{Python: []string{"hollow"}, IndexURL: ix.URL()})
 	if err != nil {
@@ -138,4 +129,21 @@ func readFile(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// failsLeavingNothing installs req into the empty store s, which must
+// fail with an install error saying want, and leave no environment and
+// no staging directory.
+func failsLeavingNothing(t *testing.T, s *deps.Store, req deps.Request, want string) {
+	t.Helper()
+	_, err := s.Ensure(context.Background(), req)
+	var ie *deps.InstallError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Message, want) {
+		t.Fatalf("got %v, want an install error saying %q", err, want)
+	}
+	envs, _ := s.List()
+	left, _ := filepath.Glob(filepath.Join(s.Dir, ".staging-*"))
+	if len(envs) != 0 || len(left) != 0 {
+		t.Errorf("a failed install left %v and %v", envs, left)
+	}
 }
