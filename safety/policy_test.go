@@ -16,10 +16,22 @@ func TestDefaultPolicyValid(t *testing.T) {
 	if p.Mode != ModeDeny {
 		t.Fatalf("mode %q", p.Mode)
 	}
-	// The issue's minimum lists.
-	for _, m := range strings.Fields("os sys subprocess shutil socket ctypes cffi multiprocessing threading pty importlib builtins pickle marshal shelve code codeop runpy inspect gc http urllib requests httpx aiohttp ftplib smtplib telnetlib mmap") {
+	// The issue's minimum lists (os and sys are allowed since issue 43,
+	// their dangerous functions forbidden).
+	for _, m := range strings.Fields("subprocess shutil socket ctypes cffi multiprocessing threading pty importlib builtins pickle marshal shelve code codeop runpy inspect gc http urllib requests httpx aiohttp ftplib smtplib telnetlib mmap") {
 		if _, ok := matchModule(m, p.Python.ForbiddenModules); !ok {
 			t.Errorf("default policy does not forbid %s", m)
+		}
+	}
+	a := newPythonAnalyser(p, &parserPool{g: pythonGrammar()})
+	for _, fn := range strings.Fields("os.system os.popen os.execv os.execvpe os.spawnl os.posix_spawn os.fork os.forkpty os.kill os.killpg os.setuid os.setgid os.setsid os.chroot sys.modules sys.settrace") {
+		if !a.forbiddenFunction(fn) {
+			t.Errorf("default policy does not forbid %s", fn)
+		}
+	}
+	for _, fn := range strings.Fields("os.path os.listdir os.makedirs os.getcwd os.environ os.getenv sys.argv sys.exit sys.stdin os.systemx os.path.exists") {
+		if a.forbiddenFunction(fn) {
+			t.Errorf("default policy forbids %s", fn)
 		}
 	}
 	for _, b := range strings.Fields("exec eval compile __import__ breakpoint input globals locals vars") {
