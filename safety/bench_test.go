@@ -80,8 +80,8 @@ func BenchmarkCheckBash(b *testing.B) {
 }
 
 // BenchmarkHumanEval checks each of the 164 HumanEval prompts with its
-// canonical solution and tests (what TestHumanEval checks) and reports the
-// median over programs of each one's median check time, and the total.
+// canonical solution (what an attempt checks) and reports the median over
+// programs of each one's median check time, and the time of all 164.
 func BenchmarkHumanEval(b *testing.B) {
 	progs := humanEvalPrograms(b)
 	c := newTestChecker(b)
