@@ -7,7 +7,6 @@ var moduleHints = map[string]string{
 	"os":              "use pathlib.Path for paths inside the workspace and pandas or open() for files; do not use os",
 	"sys":             "print results instead of writing to sys.stdout, and return from main() instead of sys.exit",
 	"subprocess":      "do the work in Python itself; running other programs is not allowed",
-	"shutil":          "use pathlib.Path methods (read_bytes, write_bytes, unlink) on files in the workspace",
 	"socket":          "the sandbox has no network; read the input files in the workspace instead",
 	"http":            "the sandbox has no network; read the input files in the workspace instead",
 	"urllib":          "the sandbox has no network; read the input files in the workspace instead",
