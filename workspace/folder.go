@@ -80,9 +80,9 @@ type seedID struct {
 }
 
 // folderNoise are directories neither offered nor compared: the caches
-// interpreters leave (see noise), which a program remakes. So is the
-// build cache at the top (lang.CacheDir): the run's own, never the
-// folder's.
+// interpreters leave (see noise), which a program remakes. So are
+// codeagent's own directory and build cache at the top (lang.OwnDir,
+// lang.CacheDir): the run's own, never the folder's.
 var folderNoise = map[string]bool{"__pycache__": true, ".pytest_cache": true}
 
 // ScanFolder records the regular files and directories of dir without
@@ -194,7 +194,7 @@ func walkTree(d *os.File, visit func(rel string, st *unix.Stat_t) error) ([]Skip
 					return err
 				}
 			case unix.S_IFDIR:
-				if folderNoise[name] || isCache(rel) {
+				if folderNoise[name] || isOwn(rel) {
 					continue
 				}
 				if st.Dev != rootSt.Dev {

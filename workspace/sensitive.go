@@ -71,6 +71,9 @@ func Sensitive(rel string) (reason string, never bool) {
 	for i, p := range parts {
 		dir := i < len(parts)-1
 		name := strings.ToLower(p)
+		if why, ok := knownDotNames[name]; ok {
+			return why, false
+		}
 		if heldBack(name, dir) {
 			return "a name that commonly holds secrets", false
 		}
@@ -78,9 +81,6 @@ func Sensitive(rel string) (reason string, never bool) {
 			return why, false
 		}
 		if strings.HasPrefix(name, ".") && !(inertDotNames[name] && !dir) {
-			if why, ok := knownDotNames[name]; ok {
-				return why, false
-			}
 			return "a dot file or directory: where host tools (shells, editors, package managers, git, CI) find configuration they load by themselves", false
 		}
 	}

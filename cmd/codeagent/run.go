@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -368,9 +369,9 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		// attempt the file in the workspace is an older program.
 		arts := res.Artifacts
 		if res.Success {
-			arts = append([]workspace.Artifact{{Path: a.SolutionFile()}}, arts...)
+			arts = append([]workspace.Artifact{{Path: a.SolutionFile(), Dest: path.Base(a.SolutionFile())}}, arts...)
 			if o.TestFile != "" || o.Tests {
-				arts = append(arts, workspace.Artifact{Path: a.TestFile()})
+				arts = append(arts, workspace.Artifact{Path: a.TestFile(), Dest: path.Base(a.TestFile())})
 			}
 		}
 		copyOut := ws.CopyOutNew

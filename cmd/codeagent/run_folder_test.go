@@ -180,11 +180,19 @@ func TestRunInFolderKeepsChangesUntilApplied(t *testing.T) {
 }
 
 // --apply applies a successful run's changes, and --json says what
-// happened to the folder.
+// happened to the folder. The program is codeagent's, not a change: the
+// user's own solution.py and test_solution.py stay as they are, and --out
+// gets the program as solution.py.
 func TestRunInFolderApply(t *testing.T) {
 	dir := userFolder(t)
+	for _, name := range []string{"solution.py", "test_solution.py"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("# the user's own "+name+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
 	_, flags := modelServer(t, pyAnswer(folderProgram))
-	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", t.TempDir(), "--json", "--apply"}, flags...),
+	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", t.TempDir(), "--json", "--apply", "--out", out}, flags...),
 		"--no-verify", "Sum the revenue in sales.csv into report.txt")...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
@@ -200,8 +208,8 @@ func TestRunInFolderApply(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	if !res.Success || !res.Folder.Applied || res.Folder.Dir != dir || len(res.Folder.Changes) != 4 {
-		t.Errorf("--json folder = %+v", res.Folder)
+	if !res.Success || !res.Folder.Applied || res.Folder.Dir != dir || len(res.Folder.Changes) != 3 {
+		t.Errorf("--json folder = %+v, want the 3 changes of the program's own", res.Folder)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "todo\nchecked\n" {
 		t.Errorf("notes.txt = %q", b)
@@ -209,8 +217,16 @@ func TestRunInFolderApply(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(dir, "notes.txt")); fi.Mode().Perm() != 0o640 {
 		t.Errorf("notes.txt's mode changed to %v", fi.Mode().Perm())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "solution.py")); err != nil {
-		t.Errorf("the program was not applied with its output: %v", err)
+	for _, name := range []string{"solution.py", "test_solution.py"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != "# the user's own "+name+"\n" {
+			t.Errorf("the user's %s = %q, %v", name, b, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "solution.py")); err != nil || string(b) != folderProgram {
+		t.Errorf("--out's solution.py = %q, %v; want the program", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".codeagent")); err == nil {
+		t.Error("codeagent's own directory reached the folder")
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, ".git/HEAD")); string(b) != "ref: refs/heads/main\n" {
 		t.Errorf(".git changed: %q", b)
@@ -386,7 +402,7 @@ func TestRunInFolderInterruptedKeepsChanges(t *testing.T) {
 		t.Errorf("an interrupted run changed the folder:\n%s", after)
 	}
 	code, stdout, _ := runBinary(t, "", nil, "changes", "diff", "--data-dir", data, keptRE.FindStringSubmatch(errb.String())[1])
-	if code != 0 || !strings.Contains(stdout, "added    solution.py") {
+	if code != 0 || !strings.Contains(stdout, "added    report.txt") || strings.Contains(stdout, "solution.py") {
 		t.Errorf("changes diff: exit %d\n%s", code, stdout)
 	}
 }
