@@ -404,3 +404,39 @@ func TestChangesRmAndPrune(t *testing.T) {
 		t.Errorf("left in the data directory: %v", entries)
 	}
 }
+
+// The user's own solution.py and test_solution.py are theirs: a run in the
+// folder, applied, leaves them as they were and never lists them, while
+// its program (which reads the user's solution.py as data) runs from
+// codeagent's own directory. As root and unprivileged, on the namespace
+// backend and Docker.
+func TestRunLeavesTheUsersSolution(t *testing.T) {
+	forInvokers(t, func(t *testing.T, iv invoker) {
+		base := userDir(t, iv.uid)
+		dir, data := filepath.Join(base, "project"), filepath.Join(base, "data")
+		os.Mkdir(dir, 0o755)
+		os.Mkdir(data, 0o700)
+		mine := map[string]string{"solution.py": "print('the user's own program')\n", "test_solution.py": "def test_mine(): pass\n"}
+		for name, text := range mine {
+			os.WriteFile(filepath.Join(dir, name), []byte(text), 0o640)
+		}
+		iv.own(t, base)
+		prog := "from pathlib import Path\nPath('lines.txt').write_text(str(len(Path('solution.py').read_text().splitlines())) + '\\n')\nprint(Path(__file__).parent.name)\n"
+		_, flags := modelServer(t, pyAnswer(prog))
+		code, stdout, stderr := iv.run(t, dir, append(append([]string{"run", "--data-dir", data, "--apply"}, flags...), "--no-verify", "count the lines of solution.py")...)
+		if code != 0 || !strings.Contains(stdout, "── output ──\n.codeagent\n") || !strings.Contains(stdout, "added    lines.txt") {
+			t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+		}
+		for name, text := range mine {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != text {
+				t.Errorf("the user's %s = %q, %v", name, b, err)
+			}
+		}
+		if strings.Contains(stdout, "solution.py (") {
+			t.Errorf("the change list offers a solution.py:\n%s", stdout)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "lines.txt")); string(b) != "1\n" {
+			t.Errorf("lines.txt = %q: the program did not read the user's solution.py", b)
+		}
+	})
+}
