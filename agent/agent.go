@@ -51,11 +51,19 @@ const (
 	ModeAuto    = "auto"    // tools when the endpoint takes them, programs otherwise
 )
 
-// File names the agent writes in the workspace.
+// File names the agent writes in the workspace, in codeagent's own
+// directory (lang.OwnDir, see ownFile).
 const (
 	SolutionBase = "solution"         // + the language's extension
 	TestFileName = "test_solution.py" // Python's tests in test-driven mode (see Agent.TestFile)
 )
+
+// ownFile is the workspace's path of the agent's file name: in codeagent's
+// own directory, which listings, artifacts and a folder's changes leave
+// out, so that the program and its tests never take, nor offer to replace,
+// a file of the user's folder (their own solution.py). The program still
+// runs with the workspace as its working directory.
+func ownFile(name string) string { return lang.OwnDir + "/" + name }
 
 // Config is how an Agent works. Zero fields take the defaults.
 type Config struct {
@@ -351,14 +359,15 @@ func (u *Usage) add(v llm.Usage) {
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 }
 
-// SolutionFile is the program's file name in the workspace.
-func (a *Agent) SolutionFile() string { return SolutionBase + a.lang.Ext }
+// SolutionFile is the program's path in the workspace:
+// .codeagent/solution.py (see ownFile).
+func (a *Agent) SolutionFile() string { return ownFile(SolutionBase + a.lang.Ext) }
 
-// TestFile is the tests' file name in the workspace: test_solution.py,
-// solution.test.js.
+// TestFile is the tests' path in the workspace, beside the program:
+// .codeagent/test_solution.py, .codeagent/solution.test.js.
 func (a *Agent) TestFile() string {
 	if a.tests == nil {
-		return TestFileName
+		return ownFile(TestFileName)
 	}
 	return a.tests.File
 }

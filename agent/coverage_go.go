@@ -12,16 +12,17 @@ import (
 	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
-// goCoverScript runs go test on the program and its tests ($1, $2) with a
-// cover profile in the sandbox's own /tmp, then prints the marker ($0) on
-// a line of its own and the profile after it, keeping go test's status.
-const goCoverScript = `go test -count=1 -vet=off -coverprofile=/tmp/codeagent-cover.out "$1" "$2"; s=$?; ` +
+// goCoverScript runs go test (with goTestFlags, the arguments after $2) on
+// the program and its tests ($1, $2) with a cover profile in the sandbox's
+// own /tmp, then prints the marker ($0) on a line of its own and the
+// profile after it, keeping go test's status.
+const goCoverScript = `a=$1 b=$2; shift 2; go test "$@" -coverprofile=/tmp/codeagent-cover.out "$a" "$b"; s=$?; ` +
 	`printf '\n%s\n' "$0"; cat /tmp/codeagent-cover.out 2>/dev/null; exit $s`
 
 // goCoverage is Go's runner command under coverage, with a fresh marker.
 func goCoverage(solution string) ([]string, string) {
 	marker := newMarker()
-	return []string{"sh", "-c", goCoverScript, marker, solution, goTestFile}, marker
+	return append([]string{"sh", "-c", goCoverScript, marker, solution, ownFile(goTestFile)}, goTestFlags...), marker
 }
 
 // goProfileLine is one block of a cover profile:

@@ -68,13 +68,14 @@ func TestReadGoCoverage(t *testing.T) {
 func TestGoCoverageInSandbox(t *testing.T) {
 	sb, _ := realParts(t)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "solution.go"), []byte(signGo), 0o644)
-	os.WriteFile(filepath.Join(dir, goTestFile), []byte(signGoTests), 0o644)
+	os.Mkdir(filepath.Join(dir, lang.OwnDir), 0o755)
+	os.WriteFile(filepath.Join(dir, ownFile("solution.go")), []byte(signGo), 0o644)
+	os.WriteFile(filepath.Join(dir, ownFile(goTestFile)), []byte(signGoTests), 0o644)
 	g, err := lang.Lookup("go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, marker := goCoverage("solution.go")
+	cmd, marker := goCoverage(ownFile("solution.go"))
 	res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: dir, Env: g.Environ(false)})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,37 @@ func TestGoCoverageInSandbox(t *testing.T) {
 	if want := (&Coverage{Percent: 60, Statements: 5, Covered: 3, MissedLines: []int{7, 10}}); !reflect.DeepEqual(cov, want) {
 		t.Errorf("coverage %+v, want %+v\nstdout %s", cov, want, res.Stdout)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-		t.Errorf("the workspace holds %d entries, want the 2 files", len(entries))
+	if entries, _ := os.ReadDir(filepath.Join(dir, lang.OwnDir)); len(entries) != 2 {
+		t.Errorf("codeagent's directory holds %d entries, want the 2 files", len(entries))
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the workspace holds %d entries, want codeagent's directory", len(entries))
+	}
+}
+
+// TestGoTestsRunInTheWorkspace: Go's tests live beside the program in
+// codeagent's own directory, yet run, as the program does, in the
+// workspace: a test that reads one of the folder's files finds it, plain
+// and under coverage.
+func TestGoTestsRunInTheWorkspace(t *testing.T) {
+	sb, _ := realParts(t)
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, lang.OwnDir), 0o755)
+	os.WriteFile(filepath.Join(dir, "data.txt"), []byte("the folder's\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ownFile("solution.go")), []byte("package main\n\nimport \"os\"\n\nfunc Load() string {\n\tb, _ := os.ReadFile(\"data.txt\")\n\treturn string(b)\n}\n\nfunc main() {}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ownFile(goTestFile)), []byte("package main\n\nimport \"testing\"\n\nfunc TestLoad(t *testing.T) {\n\tif got := Load(); got != \"the folder's\\n\" {\n\t\tt.Errorf(\"Load() = %q\", got)\n\t}\n}\n"), 0o644)
+	g, err := lang.Lookup("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cover, _ := goCoverage(ownFile("solution.go"))
+	for _, cmd := range [][]string{goRunner.Command, cover} {
+		res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: dir, Env: g.Environ(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != sandbox.StatusOK {
+			t.Errorf("%s: %s exit %d\nstdout %s\nstderr %s", cmd[:2], res.Status, res.ExitCode, res.Stdout, res.Stderr)
+		}
 	}
 }

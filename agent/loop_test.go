@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/llmtest"
 	"github.com/codeagent/codeagent/safety"
@@ -103,7 +104,7 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 	a, _ := New(Config{Lang: "js"}, Deps{Provider: p, Sandbox: sb, Checker: checker(t)})
-	if a.SolutionFile() != "solution.js" {
+	if a.SolutionFile() != ".codeagent/solution.js" {
 		t.Errorf("solution file %s", a.SolutionFile())
 	}
 }
@@ -171,16 +172,18 @@ func TestFreshStartAndBudget(t *testing.T) {
 	mustContain(t, "fresh start", reqText(reqs[4]), "attempt 4 (name): NameError: name 'undefined_name' is not defined", "attempt 5 of 9")
 }
 
-// A hostile program plants links and a FIFO in the workspace: the next
-// attempt's write does not follow them and artifacts leave them out.
+// A hostile program plants links and a FIFO in the workspace, one in place
+// of codeagent's own directory: the next attempt's write does not follow
+// them and artifacts leave them out.
 func TestHostileWorkspaceEntries(t *testing.T) {
-	host := filepath.Join(t.TempDir(), "host.txt")
+	hostDir := t.TempDir()
+	host := filepath.Join(hostDir, "solution.py")
 	os.WriteFile(host, []byte("host"), 0o644)
 	p := llmtest.NewFake(fence("print(1)\n"), fence("print(2)\n"))
 	sb := &fakeSandbox{fn: func(_ context.Context, spec sandbox.Spec, n int) sandbox.Result {
 		if n == 1 {
-			os.Remove(filepath.Join(spec.Workspace, "solution.py"))
-			os.Symlink(host, filepath.Join(spec.Workspace, "solution.py"))
+			os.RemoveAll(filepath.Join(spec.Workspace, lang.OwnDir))
+			os.Symlink(hostDir, filepath.Join(spec.Workspace, lang.OwnDir))
 			os.Symlink("/etc/passwd", filepath.Join(spec.Workspace, "leak.txt"))
 			syscall.Mkfifo(filepath.Join(spec.Workspace, "pipe"), 0o644)
 			return failWith("ValueError: x\n")

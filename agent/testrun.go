@@ -62,7 +62,7 @@ type testRunner struct {
 
 // pytestArgs are pytest's arguments (quiet, no cache in the workspace,
 // short tracebacks that keep the compared values).
-var pytestArgs = []string{"-q", "-p", "no:cacheprovider", "--tb=short", TestFileName}
+var pytestArgs = []string{"-q", "-p", "no:cacheprovider", "--tb=short", ownFile(TestFileName)}
 
 // nodeTestFile is the JavaScript tests' file: node --test picks it by name.
 const nodeTestFile = "solution.test.js"
@@ -70,7 +70,7 @@ const nodeTestFile = "solution.test.js"
 // testRunners are the languages test-driven mode knows.
 var testRunners = map[string]*testRunner{
 	"python": {
-		Tool: "pytest", File: TestFileName,
+		Tool: "pytest", File: ownFile(TestFileName),
 		Command: append([]string{"python3", "-m", "pytest"}, pytestArgs...),
 		Stub:    pythonStub, StubFails: "whose every function raises NotImplementedError",
 		Guide: "that imports what it tests from the module solution (for example `from solution import top_products`). " +
@@ -83,8 +83,8 @@ var testRunners = map[string]*testRunner{
 		Outcome: pytestOutcome, FailedLine: pytestFailedLine, Coverage: pythonCoverage, ReadCoverage: readCoverage,
 	},
 	"javascript": {
-		Tool: "node --test", File: nodeTestFile,
-		Command: []string{"node", "--test", "--test-reporter=tap", nodeTestFile},
+		Tool: "node --test", File: ownFile(nodeTestFile),
+		Command: []string{"node", "--test", "--test-reporter=tap", ownFile(nodeTestFile)},
 		Stub:    jsStub, StubFails: "whose every export throws \"not implemented\"",
 		Guide: "that loads what it tests from the program with require (for example `const { topProducts } = require(\"./solution.js\");`) " +
 			"and uses node's built-in test runner: `const test = require(\"node:test\");` and `const assert = require(\"node:assert\");`. " +

@@ -10,11 +10,17 @@ import (
 // goTestFile is the Go tests' file: beside solution.go, in package main.
 const goTestFile = "solution_test.go"
 
+// goTestFlags are go test's flags: no cache, no vet, and the test binary
+// run in the workspace (env -C), where the program's files are.
+var goTestFlags = []string{"-count=1", "-vet=off", "-exec=env -C " + sandbox.WorkspacePath}
+
 // goRunner runs Go tests with go test on the two files (no go.mod is
-// needed for a file list); vet is off so that only the tests decide.
+// needed for a file list); vet is off so that only the tests decide. The
+// tests run in the working directory, as the program does (go test would
+// run them in the files' own directory, codeagent's: see ownFile).
 var goRunner = &testRunner{
-	Tool: "go test", File: goTestFile,
-	Command: []string{"go", "test", "-count=1", "-vet=off", SolutionBase + ".go", goTestFile},
+	Tool: "go test", File: ownFile(goTestFile),
+	Command: append(append([]string{"go", "test"}, goTestFlags...), ownFile(SolutionBase+".go"), ownFile(goTestFile)),
 	Stub:    goStub, StubFails: "that defines nothing but an empty main, so that tests calling the solution do not even build",
 	Guide: "in package main, beside the program, with `import \"testing\"` and test functions `func TestXxx(t *testing.T)` that call the program's functions directly " +
 		"(for example `if got := TopProducts(rows, 2); !reflect.DeepEqual(got, want) { t.Errorf(\"TopProducts() = %v, want %v\", got, want) }`). " +

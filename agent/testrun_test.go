@@ -31,7 +31,7 @@ var runnerCases = map[string]struct {
 	cases []runnerCase
 }{
 	"python": {"def add(a, b):\n    return a + b\n", []runnerCase{
-		{"calls", "from solution import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n", testsFailed, testsPassed, "FAILED test_solution.py::test_add - NotImplementedError", ""},
+		{"calls", "from solution import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n", testsFailed, testsPassed, "FAILED .codeagent/test_solution.py::test_add - NotImplementedError", ""},
 		{"vacuous", "from solution import add\n\n\ndef test_true():\n    assert True\n", testsPassed, testsPassed, "", ""},
 		{"none", "from solution import add\n\n\ndef check_add():\n    assert add(2, 3) == 5\n", testsNone, testsNone, "", ""},
 		{"broken", "from solution import add\n\ndef test_add(:\n", testsBroken, testsBroken, "", ""},
@@ -76,6 +76,7 @@ func TestTestRunners(t *testing.T) {
 			t.Run(l+"/"+c.name, func(t *testing.T) {
 				dir := t.TempDir()
 				write := func(name, text string) {
+					os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
 					if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 						t.Fatal(err)
 					}
@@ -86,7 +87,7 @@ func TestTestRunners(t *testing.T) {
 					want     testOutcome
 					line     string
 				}{{tr.Stub, c.onStub, c.stubFailLine}, {rc.right, c.onRight, c.rightLine}} {
-					write(SolutionBase+lg.Ext, s.solution)
+					write(ownFile(SolutionBase+lg.Ext), s.solution)
 					res, err := sb.Run(context.Background(), sandbox.Spec{Command: tr.Command, Workspace: dir, Env: lg.Environ(false)})
 					if err != nil {
 						t.Fatal(err)
@@ -128,9 +129,10 @@ func TestPythonCoverageInSandbox(t *testing.T) {
 	dir := t.TempDir()
 	solution := "def sign(x):\n    if x < 0:\n        return -1\n    if x == 0:\n        return 0\n    return 1\n\n\nif __name__ == \"__main__\":\n    print(sign(3))\n"
 	tests := "from solution import sign\n\n\ndef test_sign():\n    assert sign(5) == 1\n"
-	os.WriteFile(filepath.Join(dir, "solution.py"), []byte(solution), 0o644)
-	os.WriteFile(filepath.Join(dir, TestFileName), []byte(tests), 0o644)
-	cmd, marker := pythonCoverage("solution.py")
+	os.Mkdir(filepath.Join(dir, lang.OwnDir), 0o755)
+	os.WriteFile(filepath.Join(dir, ownFile("solution.py")), []byte(solution), 0o644)
+	os.WriteFile(filepath.Join(dir, ownFile(TestFileName)), []byte(tests), 0o644)
+	cmd, marker := pythonCoverage(ownFile("solution.py"))
 	res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: dir,
 		Env: map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}})
 	if err != nil {
@@ -147,9 +149,9 @@ func TestPythonCoverageInSandbox(t *testing.T) {
 	if got := cov.String(); got != "67% (lines 3, 5 not run)" {
 		t.Errorf("String() = %q", got)
 	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 2 {
-		t.Errorf("the workspace holds %d entries, want the 2 files", len(entries))
+	entries, _ := os.ReadDir(filepath.Join(dir, lang.OwnDir))
+	if top, _ := os.ReadDir(dir); len(entries) != 2 || len(top) != 1 {
+		t.Errorf("the workspace holds %d entries and codeagent's directory %d, want it and the 2 files", len(top), len(entries))
 	}
 }
 
@@ -201,10 +203,11 @@ func TestCoverageWords(t *testing.T) {
 func BenchmarkTestsUnderCoverage(b *testing.B) {
 	sb, _ := realParts(b)
 	dir := b.TempDir()
-	os.WriteFile(filepath.Join(dir, "solution.py"), []byte(runnerCases["python"].right), 0o644)
-	os.WriteFile(filepath.Join(dir, TestFileName), []byte(runnerCases["python"].cases[0].tests), 0o644)
+	os.Mkdir(filepath.Join(dir, lang.OwnDir), 0o755)
+	os.WriteFile(filepath.Join(dir, ownFile("solution.py")), []byte(runnerCases["python"].right), 0o644)
+	os.WriteFile(filepath.Join(dir, ownFile(TestFileName)), []byte(runnerCases["python"].cases[0].tests), 0o644)
 	env := map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}
-	cov, _ := pythonCoverage("solution.py")
+	cov, _ := pythonCoverage(ownFile("solution.py"))
 	var plain, covered time.Duration
 	for i := 0; i < b.N; i++ {
 		for _, c := range []struct {

@@ -164,7 +164,7 @@ func TestToolModeSeedTrajectory(t *testing.T) {
 			if h := res.History[1]; h.Replay == nil || h.Replay.Status != "ok" || h.Verdict == nil || !h.Verdict.TaskComplete {
 				t.Errorf("round 2 = %+v", h)
 			}
-			if b, err := os.ReadFile(filepath.Join(ws.Dir, "solution.py")); err != nil || string(b) != res.Code {
+			if b, err := os.ReadFile(filepath.Join(ws.Dir, ".codeagent", "solution.py")); err != nil || string(b) != res.Code {
 				t.Errorf("solution.py: %v", err)
 			}
 			if len(res.Artifacts) != 1 || res.Artifacts[0].Path != "revenue_trend.png" {

@@ -28,8 +28,8 @@ func TestTraceGoesToTheRepairRequest(t *testing.T) {
 		command string
 	}{
 		{"Python", Config{}, fence("print(1)\n"), true, "python3 -c"},
-		{"NoTrace", Config{NoTrace: true}, fence("print(1)\n"), false, "python3 /workspace/solution.py"},
-		{"JavaScript", Config{Lang: "javascript"}, "```javascript\nconsole.log(1)\n```", false, "node /workspace/solution.js"},
+		{"NoTrace", Config{NoTrace: true}, fence("print(1)\n"), false, "python3 /workspace/.codeagent/solution.py"},
+		{"JavaScript", Config{Lang: "javascript"}, "```javascript\nconsole.log(1)\n```", false, "node /workspace/.codeagent/solution.js"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var commands []string

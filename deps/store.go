@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +24,12 @@ import (
 
 // DefaultMaxBytes is a store's default size cap.
 const DefaultMaxBytes = 5 << 30
+
+// DefaultMaxEntries is the default cap on the files, directories and links
+// of one environment. The sandboxes of an install bound it too, apart
+// (a run may add 20,000 names to its workspace, and pip and npm run
+// once each), and backends may differ: the store keeps its own.
+const DefaultMaxEntries = 50_000
 
 // Store keeps environments under Dir, one directory each, named by its
 // key:
@@ -46,10 +53,14 @@ type Store struct {
 	// Platform names the interpreter and machine the environments are
 	// for (a backend and its image): part of every key.
 	Platform string
-	// MaxBytes caps the environments' total size; past it, the least
-	// recently used not in use are removed after an install.
-	// 0 is DefaultMaxBytes.
+	// MaxBytes caps the environments' total size on disk (see
+	// diskUsage); past it, the least recently used not in use are removed
+	// after an install. 0 is DefaultMaxBytes.
 	MaxBytes int64
+	// MaxEntries caps the files, directories and links of one
+	// environment: an install that makes more fails and leaves nothing.
+	// 0 is DefaultMaxEntries.
+	MaxEntries int64
 	// Limits bound an install; zero fields take InstallLimits'.
 	Limits sandbox.Limits
 	Logger *slog.Logger
@@ -66,8 +77,11 @@ type Env struct {
 	Key      string    `json:"key"`
 	Request  Request   `json:"request"`
 	Packages []Package `json:"packages"`
-	Size     int64     `json:"size"`
-	Created  time.Time `json:"created"`
+	// Size is what the environment takes on disk (see diskUsage), and
+	// Entries its files, directories and links.
+	Size    int64     `json:"size"`
+	Entries int64     `json:"entries"`
+	Created time.Time `json:"created"`
 	// Used is when an execution last took it (the directory's mtime).
 	Used time.Time `json:"-"`
 	// Dir is the environment's directory on the host.
@@ -174,7 +188,38 @@ func (s *Store) load(key string) (Env, error) {
 	if fi, err := os.Stat(dir); err == nil {
 		e.Used = fi.ModTime()
 	}
+	if e.Entries == 0 {
+		s.recount(&e)
+	}
 	return e, nil
+}
+
+// recount measures an environment recorded before sizes counted the disk
+// (Size was its files' bytes, Entries absent) and records it, so that
+// eviction weighs it as it weighs the others. The measure stops at the
+// entry cap, as an install's does.
+func (s *Store) recount(e *Env) {
+	e.Size, e.Entries = diskUsage(filepath.Join(e.Dir, "ws"), s.maxEntries())
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return
+	}
+	// Written beside the sandbox's ws/, then renamed over: readers see the
+	// old record or the new one.
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	tmp := filepath.Join(e.Dir, ".env.json-"+hex.EncodeToString(b[:]))
+	if os.WriteFile(tmp, append(data, '\n'), 0o644) == nil && os.Rename(tmp, filepath.Join(e.Dir, "env.json")) == nil {
+		return
+	}
+	_ = os.Remove(tmp)
+}
+
+func (s *Store) maxEntries() int64 {
+	if s.MaxEntries > 0 {
+		return s.MaxEntries
+	}
+	return DefaultMaxEntries
 }
 
 // install installs r as key: in a staging directory, renamed into place
@@ -222,7 +267,11 @@ func (s *Store) install(ctx context.Context, r Request, key string) (Env, error)
 	if err := os.RemoveAll(filepath.Join(ws, installTmp)); err != nil { // links are removed, not followed
 		return Env{}, fmt.Errorf("environments: %w", err)
 	}
-	env := Env{Key: key, Request: r, Packages: pkgs, Size: dirSize(ws), Created: time.Now().UTC().Truncate(time.Second)}
+	size, entries := diskUsage(ws, s.maxEntries())
+	if most := s.maxEntries(); entries > most {
+		return Env{}, &InstallError{Message: fmt.Sprintf("the packages make more than %d files and directories, the limit of one environment; ask for fewer packages", most)}
+	}
+	env := Env{Key: key, Request: r, Packages: pkgs, Size: size, Entries: entries, Created: time.Now().UTC().Truncate(time.Second)}
 	data, err := json.MarshalIndent(env, "", "  ")
 	if err == nil {
 		err = os.WriteFile(filepath.Join(staging, "env.json"), append(data, '\n'), 0o644) // staging is ours alone
@@ -236,24 +285,52 @@ func (s *Store) install(ctx context.Context, r Request, key string) (Env, error)
 	done = true
 	env.Dir = filepath.Join(s.Dir, key)
 	if s.Logger != nil {
-		s.Logger.Info("installed dependencies", "env", key, "packages", len(pkgs), "bytes", env.Size, "took", time.Since(start).Round(time.Millisecond))
+		s.Logger.Info("installed dependencies", "env", key, "packages", len(pkgs), "bytes", env.Size, "entries", env.Entries, "took", time.Since(start).Round(time.Millisecond))
 	}
 	return env, nil
 }
 
-// dirSize is the bytes of the regular files below dir, links not
-// followed.
-func dirSize(dir string) int64 {
-	var n int64
+// inodeCost is what each file, directory and link counts for besides
+// its blocks: its inode (256 bytes on ext4, 512 on XFS) and its directory
+// entry. An empty file or directory takes no data block on some file
+// systems and an inode on all; inodes run out apart from bytes.
+const inodeCost = 512
+
+// diskUsage is what the tree below dir takes on disk: the blocks
+// allocated to each file, directory and link (st_blocks, as du counts
+// them; a file linked twice counts once), plus inodeCost for each, and
+// how many there are, dir included. Links are not followed. It stops
+// counting past maxEntries entries: entries is then maxEntries+1.
+func diskUsage(dir string, maxEntries int64) (size, entries int64) {
+	seen := map[[2]uint64]bool{}
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+		if err != nil {
+			return nil // unreadable: what can be counted is
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		entries++
+		size += inodeCost
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if !fi.IsDir() && st.Nlink > 1 {
+				id := [2]uint64{uint64(st.Dev), st.Ino}
+				if seen[id] {
+					return nil
+				}
+				seen[id] = true
 			}
+			size += st.Blocks * 512
+		} else {
+			size += fi.Size()
+		}
+		if entries > maxEntries {
+			return fs.SkipAll
 		}
 		return nil
 	})
-	return n
+	return size, entries
 }
 
 // List returns the environments, the most recently used first.

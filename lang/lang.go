@@ -36,6 +36,13 @@ type Language struct {
 // snapshots and a folder's changes; it is never copied from a folder.
 const CacheDir = ".codeagent-cache"
 
+// OwnDir is the directory, at the top of a workspace, where codeagent
+// keeps its own files: the program it runs (solution.py and the like), its
+// tests and its scratch files, so that they never take a name of the
+// user's folder. The workspace package leaves it out of listings,
+// snapshots and a folder's changes, as CacheDir.
+const OwnDir = ".codeagent"
+
 // cachePath is CacheDir as the program sees it (the workspace is
 // /workspace, see sandbox.WorkspacePath).
 const cachePath = "/workspace/" + CacheDir

@@ -94,7 +94,7 @@ type RunTaskInput struct {
 type RunTaskOutput struct {
 	Success   bool                 `json:"success"`
 	Attempts  int                  `json:"attempts"`
-	Code      string               `json:"code" jsonschema:"the final program (saved in the workspace as solution.py or the like)"`
+	Code      string               `json:"code" jsonschema:"the final program (saved in the workspace as .codeagent/solution.py or the like)"`
 	Output    string               `json:"output" jsonschema:"the program's stdout in the last run"`
 	Artifacts []workspace.Artifact `json:"artifacts" jsonschema:"workspace files the program created or changed"`
 	Images    []string             `json:"images,omitempty" jsonschema:"artifacts also returned as image content"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 )
 
 func readBenchFile() ([]byte, error) { return os.ReadFile("testdata/bench/analysis.py") }
@@ -76,4 +77,36 @@ func BenchmarkCheckBash(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkHumanEval checks each of the 164 HumanEval prompts with its
+// canonical solution (what an attempt checks) and reports the median over
+// programs of each one's median check time, and the time of all 164.
+func BenchmarkHumanEval(b *testing.B) {
+	progs := humanEvalPrograms(b)
+	c := newTestChecker(b)
+	ctx := context.Background()
+	codes := make([][]byte, len(progs))
+	for i, p := range progs {
+		codes[i] = []byte(p)
+	}
+	times := make([][]time.Duration, len(codes))
+	var total time.Duration
+	for b.Loop() {
+		for i, code := range codes {
+			t0 := time.Now()
+			if _, err := c.Check(ctx, Python, code); err != nil {
+				b.Fatal(err)
+			}
+			d := time.Since(t0)
+			times[i] = append(times[i], d)
+			total += d
+		}
+	}
+	var med []time.Duration
+	for _, t := range times {
+		med = append(med, median(t))
+	}
+	b.ReportMetric(float64(median(med))/float64(time.Microsecond), "µs/check-median")
+	b.ReportMetric(float64(total)/float64(b.N)/float64(time.Microsecond), "µs/164-checks")
 }

@@ -68,6 +68,7 @@ const (
 	RuleNestedShellTooDeep  = "nested-shell"
 	RuleUnsupportedLanguage = "unsupported-language"
 	RuleForbiddenFunction   = "forbidden-function"
+	RuleModuleAsValue       = "module-as-value"
 
 	// Lint rules (Kind KindLint).
 	RuleUndefinedName    = "undefined-name"
@@ -99,7 +100,7 @@ var ruleCatalog = map[string]string{
 	RulePathOutside:         "a file path outside the workspace (absolute, ~ or ..)",
 	RuleUnboundedLoop:       "a while-true loop with no break, return or raise",
 	RuleNetworkAccess:       "network access (fetch, curl, /dev/tcp, ...)",
-	RuleEnvironmentAccess:   "reading the process environment",
+	RuleEnvironmentAccess:   "reading the environment other than a variable the run passes, by name (environment_names)",
 	RuleConstructorAccess:   "reaching Function through .constructor",
 	RuleDynamicGlobal:       "computed property access on the global object",
 	RuleForbiddenCommand:    "a forbidden shell command",
@@ -108,7 +109,8 @@ var ruleCatalog = map[string]string{
 	RuleProcessAccess:       "a forbidden property of process (binding, dlopen, kill, ...)",
 	RuleNestedShellTooDeep:  "shell code nested in sh -c deeper than the checker follows",
 	RuleUnsupportedLanguage: "the language is not supported",
-	RuleForbiddenFunction:   "any reference to a forbidden function of an allowed Go package (os.StartProcess, ...)",
+	RuleForbiddenFunction:   "any reference to a forbidden function of an allowed module or package (os.system, sys.modules, Go's os.StartProcess, ...)",
+	RuleModuleAsValue:       "a module with forbidden functions (os, sys) bound, passed or returned as a value, which hides what is called on it",
 
 	RuleUndefinedName:    "lint, Python: a name no scope defines and no builtin has",
 	RuleUnusedImport:     "lint, Python: an import whose name is never used (nor listed in __all__)",

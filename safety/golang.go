@@ -17,13 +17,15 @@ import (
 // the checker's, so it parses with the standard library's go/parser, which
 // keeps no state between parses (no pool).
 type goAnalyser struct {
-	policy *Policy
-	funcs  set // forbidden_functions, as "import/path.Name"
-	env    set // environment_functions
+	policy  *Policy
+	funcs   set // forbidden_functions, as "import/path.Name"
+	env     set // environment_functions
+	methods set // forbidden_methods
 }
 
 func newGoAnalyser(p *Policy) *goAnalyser {
-	return &goAnalyser{policy: p, funcs: newSet(p.Go.ForbiddenFunctions), env: newSet(p.Go.EnvironmentFunctions)}
+	return &goAnalyser{policy: p, funcs: newSet(p.Go.ForbiddenFunctions), env: newSet(p.Go.EnvironmentFunctions),
+		methods: newSet(p.Go.ForbiddenMethods)}
 }
 
 const goSyntaxHint = "fix the syntax at this line; the code must build with go run (package main with a func main)"
@@ -34,8 +36,12 @@ var goFileFunctions = set{
 	"os.ReadDir": true, "os.Remove": true, "os.RemoveAll": true, "os.Mkdir": true, "os.MkdirAll": true,
 	"os.Rename": true, "os.Chdir": true, "os.Chmod": true, "os.Chown": true, "os.Stat": true, "os.Lstat": true,
 	"os.Truncate": true, "os.Symlink": true, "os.Link": true, "os.DirFS": true, "os.Chtimes": true,
+	"os.Lchown": true, "os.Readlink": true, "os.MkdirTemp": true, "os.CreateTemp": true, "os.CopyFS": true,
+	"os.OpenRoot": true, "os.OpenInRoot": true,
 	"io/ioutil.ReadFile": true, "io/ioutil.WriteFile": true, "io/ioutil.ReadDir": true,
+	"io/ioutil.TempDir": true, "io/ioutil.TempFile": true,
 	"path/filepath.Walk": true, "path/filepath.WalkDir": true, "path/filepath.Glob": true,
+	"path/filepath.EvalSymlinks": true,
 }
 
 func (a *goAnalyser) analyse(ctx context.Context, code []byte, out *collector) error {
@@ -52,28 +58,35 @@ func (a *goAnalyser) analyse(ctx context.Context, code []byte, out *collector) e
 	if file == nil {
 		return ctx.Err()
 	}
-	f := &goFile{goAnalyser: a, fset: fset, out: out, names: map[string]string{}}
+	f := &goFile{goAnalyser: a, fset: fset, out: out, names: map[string]string{}, strs: collectStrings(file)}
 	for _, spec := range file.Imports {
 		f.checkImport(spec)
 	}
+	called := map[*ast.SelectorExpr]int{} // a method selector called, with its argument count
 	ast.Inspect(file, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
-			f.checkReference(n)
+			f.checkReference(n, called)
 		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+				called[sel] = len(n.Args)
+			}
 			f.checkPaths(n)
+			f.checkMethodByName(n)
 		}
 		return true
 	})
 	return ctx.Err()
 }
 
-// goFile is the state of one check: the local names of the imports.
+// goFile is the state of one check: the local names of the imports and
+// what the file's names are given (for folding strings).
 type goFile struct {
 	*goAnalyser
 	fset  *token.FileSet
 	out   *collector
 	names map[string]string // local name -> import path
+	strs  goStrings
 }
 
 func (f *goFile) add(rule string, n ast.Node, msg, hint string) {
@@ -140,11 +153,20 @@ func (f *goFile) qualified(e ast.Expr) string {
 }
 
 // checkReference reports any reference (a call or a value) to a forbidden
-// or environment function.
-func (f *goFile) checkReference(sel *ast.SelectorExpr) {
+// or environment function, and to a forbidden method of any value
+// (p.Kill, (*T).Signal). called holds the selectors called so far (a
+// call is seen before its function) with their argument counts.
+func (f *goFile) checkReference(sel *ast.SelectorExpr, called map[*ast.SelectorExpr]int) {
 	q := f.qualified(sel)
 	switch {
 	case q == "":
+		if f.methods[sel.Sel.Name] && !f.isPackage(sel.X) {
+			if n, ok := called[sel]; ok && n == 0 && sel.Sel.Name == "Signal" {
+				return // sync.Cond's Signal takes no argument; os.Process's one
+			}
+			f.add(RuleForbiddenFunction, sel, "the method "+sel.Sel.Name+" is forbidden: it signals or reaches into other processes or the system",
+				"do the work in Go itself; starting or signalling other programs is not allowed")
+		}
 	case f.funcs[q]:
 		f.add(RuleForbiddenFunction, sel, q+" is forbidden", "do the work in Go itself; starting or signalling other programs is not allowed")
 	case f.env[q]:
@@ -153,23 +175,50 @@ func (f *goFile) checkReference(sel *ast.SelectorExpr) {
 	}
 }
 
-// checkPaths reports a file function's literal path that leaves the
-// workspace.
+// isPackage reports whether e is an imported package's local name.
+func (f *goFile) isPackage(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	_, ok = f.names[id.Name]
+	return ok
+}
+
+// checkPaths reports a file function's path that leaves the workspace:
+// a literal, or one folded from constants, variables, + and Join
+// ("/pr"+"oc/self/environ", a const, a Sprintf with a literal start).
 func (f *goFile) checkPaths(call *ast.CallExpr) {
 	if !goFileFunctions[f.qualified(call.Fun)] {
 		return
 	}
 	for _, arg := range call.Args {
-		lit, ok := arg.(*ast.BasicLit)
-		if !ok || lit.Kind != token.STRING {
-			continue
+		for _, v := range f.values(arg, 0) {
+			if why := pathOutside(v.s, v.exact, f.policy.Files.AllowedAbsolute); why != "" {
+				f.add(RulePathOutside, arg, fmt.Sprintf("path %q is outside the workspace: %s", v.s, why), pathHint)
+				break
+			}
 		}
-		s, err := strconv.Unquote(lit.Value)
-		if err != nil {
-			continue
-		}
-		if why := pathOutside(s, true, f.policy.Files.AllowedAbsolute); why != "" {
-			f.add(RulePathOutside, lit, fmt.Sprintf("path %q is outside the workspace: %s", s, why), pathHint)
+	}
+}
+
+// checkMethodByName reports reflection that calls a forbidden method by
+// name (v.MethodByName("Ki"+"ll")), or a method whose name is not known.
+func (f *goFile) checkMethodByName(call *ast.CallExpr) {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "MethodByName" || len(call.Args) != 1 || f.isPackage(sel.X) {
+		return
+	}
+	for _, v := range f.values(call.Args[0], 0) {
+		switch {
+		case !v.exact:
+			f.add(RuleDynamicAttribute, call, "MethodByName with a computed name can call any method",
+				"call the method by its name, e.g. v.Name()")
+			return
+		case f.methods[v.s]:
+			f.add(RuleForbiddenFunction, call, "MethodByName("+strconv.Quote(v.s)+") reaches a forbidden method",
+				"do the work in Go itself; starting or signalling other programs is not allowed")
+			return
 		}
 	}
 }

@@ -89,11 +89,13 @@ func jsGrammar() *grammar { return jsGrammarOnce() }
 
 // jsAnalyser applies the JavaScript (node) rules.
 type jsAnalyser struct {
-	pool    *parserPool
-	policy  *Policy
-	globals set
-	process set
-	f       struct {
+	pool     *parserPool
+	policy   *Policy
+	globals  set
+	process  set
+	envNames set // the variables a program may read by name
+	envHint  string
+	f        struct {
 		source, function, arguments, object, property, index, left, operator, constructor uint16
 		name, parameter, value, alias, kind                                               uint16
 	}
@@ -101,7 +103,8 @@ type jsAnalyser struct {
 
 func newJSAnalyser(p *Policy, pool *parserPool) *jsAnalyser {
 	a := &jsAnalyser{pool: pool, policy: p,
-		globals: newSet(p.JavaScript.ForbiddenGlobals), process: newSet(p.JavaScript.ForbiddenProcess)}
+		globals: newSet(p.JavaScript.ForbiddenGlobals), process: newSet(p.JavaScript.ForbiddenProcess),
+		envNames: environmentNames(p, "javascript"), envHint: envHint(p, "process.env.HOME")}
 	g := pool.g
 	a.f.source, a.f.function, a.f.arguments = g.field("source"), g.field("function"), g.field("arguments")
 	a.f.object, a.f.property, a.f.index = g.field("object"), g.field("property"), g.field("index")
@@ -335,8 +338,7 @@ func (f *jsFile) checkProperty(i, obj int32, prop string, dotted bool) {
 	switch {
 	case objName == "process" && f.process[prop]:
 		if prop == "env" {
-			f.add(RuleEnvironmentAccess, i, "process.env exposes the environment, which may hold secrets",
-				"pass settings as command-line arguments or in a config file in the workspace")
+			f.checkEnv(i)
 		} else {
 			f.add(RuleProcessAccess, i, "process."+prop+" escapes the runtime", "remove it; it is not needed to compute results")
 		}
@@ -404,8 +406,30 @@ func (f *jsFile) prefix(i int32, depth int) (string, bool) {
 			s, _ := f.prefix(t.child(i, f.f.left), depth+1)
 			return s, false
 		}
+	case jsCall:
+		switch t.text(t.child(i, f.f.function)) {
+		case "path.join", "path.resolve", "path.posix.join", "path.posix.resolve":
+			return f.joinPrefix(t.child(i, f.f.arguments), depth)
+		}
 	}
 	return "", false
+}
+
+// joinPrefix is prefix for path.join(args) and path.resolve(args): the
+// prefix of an argument that leaves the workspace (a later absolute one
+// restarts the path, a .. climbs), or else of the first.
+func (f *jsFile) joinPrefix(args int32, depth int) (string, bool) {
+	first := ""
+	for a, n := f.t.firstNamed(args), 0; a >= 0; a, n = f.t.nextNamed(a), n+1 {
+		p, exact := f.prefix(a, depth+1)
+		if pathOutside(p, exact, nil) != "" {
+			return p, false
+		}
+		if n == 0 {
+			first = p
+		}
+	}
+	return first, false
 }
 
 // decodeJSEscape decodes one escape sequence such as \x41, \u0041 or \u{41}.

@@ -38,6 +38,10 @@ type GoPolicy struct {
 	// any reference is reported.
 	ForbiddenFunctions   []string `yaml:"forbidden_functions"`
 	EnvironmentFunctions []string `yaml:"environment_functions"`
+	// ForbiddenMethods are method names any reference to which on a value
+	// is reported (p.Kill, (*T).Signal, v.MethodByName("Kill")); Signal
+	// called with no argument is sync.Cond's and passes.
+	ForbiddenMethods []string `yaml:"forbidden_methods"`
 }
 
 // DefaultPolicy returns the built-in one. Validate it before use (New does).
@@ -48,13 +52,18 @@ type Policy struct {
 	// ParseMemoryPerByte bounds the memory a parse may hold: 128 MiB plus
 	// this many bytes per input byte (0: 96). Code whose syntax tree needs
 	// more is reported as too large or complex to check.
-	ParseMemoryPerByte int              `yaml:"parse_memory_per_byte"`
-	MaxFindings        int              `yaml:"max_findings"` // per file; the rest are summarised
-	Files              FilePolicy       `yaml:"files"`
-	Python             PythonPolicy     `yaml:"python"`
-	JavaScript         JavaScriptPolicy `yaml:"javascript"`
-	Bash               BashPolicy       `yaml:"bash"`
-	Go                 GoPolicy         `yaml:"go"`
+	ParseMemoryPerByte int `yaml:"parse_memory_per_byte"`
+	MaxFindings        int `yaml:"max_findings"` // per file; the rest are summarised
+	// EnvironmentNames are the environment variables a program may read
+	// by name (Python's os.environ.get("HOME"), node's process.env.HOME):
+	// those the run passes. Each language's own variables (package lang)
+	// and the thread-pool sizes (sandbox.ThreadVars) count as listed.
+	EnvironmentNames []string         `yaml:"environment_names"`
+	Files            FilePolicy       `yaml:"files"`
+	Python           PythonPolicy     `yaml:"python"`
+	JavaScript       JavaScriptPolicy `yaml:"javascript"`
+	Bash             BashPolicy       `yaml:"bash"`
+	Go               GoPolicy         `yaml:"go"`
 }
 
 // FilePolicy says which paths outside the workspace code may name.
@@ -73,7 +82,14 @@ type PythonPolicy struct {
 	IntrospectionNames []string       `yaml:"introspection_names"` // reported even inside strings
 	FrameAttributes    []string       `yaml:"frame_attributes"`    // frame and traceback chains
 	Deserializers      []Deserializer `yaml:"deserializers"`
-	FileFunctions      []string       `yaml:"file_functions"` // calls taking a path; "x*" is a prefix
+	// FileFunctions are calls taking paths: a bare name (open, read_*)
+	// is judged by its first argument whatever it is called on; a
+	// qualified one (os.rename) by every positional argument.
+	FileFunctions []string `yaml:"file_functions"` // "x*" is a prefix
+	// ForbiddenFunctions are functions and attributes of allowed modules
+	// (os.system, sys.modules) refused in any reference: an attribute, a
+	// from-import, a getattr literal. "os.exec*" is a prefix.
+	ForbiddenFunctions []string `yaml:"forbidden_functions"`
 	// ReexportedFunctions do under an allowed module's name what a
 	// forbidden module does (asyncio.create_subprocess_exec runs programs
 	// as subprocess does); any reference is reported while that module is
@@ -178,6 +194,7 @@ var (
 	commandName = lazyre.New(`^[a-zA-Z0-9_.+-]+$`)
 	goPackage   = lazyre.New(`^[\w.~+-]+(/[\w.~+-]+)*$`)
 	goFunction  = lazyre.New(`^[\w.~+-]+(/[\w.~+-]+)*\.[\pL_][\pL\pN_]*$`)
+	envName     = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // Validate checks every field and returns all problems joined; each is a
@@ -225,9 +242,15 @@ func (p *Policy) Validate() error {
 	names("python.frame_attributes", py.FrameAttributes, dottedName, "an identifier")
 	for i, f := range py.FileFunctions {
 		if !dottedName.MatchString(strings.TrimSuffix(f, "*")) {
-			bad(fmt.Sprintf("python.file_functions[%d]", i), f, `must be an identifier, optionally ending in "*"`)
+			bad(fmt.Sprintf("python.file_functions[%d]", i), f, `must be a name, optionally ending in "*"`)
 		}
 	}
+	for i, f := range py.ForbiddenFunctions {
+		if n := strings.TrimSuffix(f, "*"); !dottedName.MatchString(n) || !strings.Contains(n, ".") {
+			bad(fmt.Sprintf("python.forbidden_functions[%d]", i), f, `must be a qualified name such as os.system, optionally ending in "*"`)
+		}
+	}
+	names("environment_names", p.EnvironmentNames, envName, "a variable name")
 	for i, d := range py.Deserializers {
 		field := fmt.Sprintf("python.deserializers[%d]", i)
 		if !dottedName.MatchString(d.Call) || !strings.Contains(d.Call, ".") {
@@ -260,6 +283,7 @@ func (p *Policy) Validate() error {
 	names("go.allowed_packages", p.Go.AllowedPackages, goPackage, `an import path, optionally ending in "/..."`)
 	names("go.forbidden_functions", p.Go.ForbiddenFunctions, goFunction, "a qualified name such as os.StartProcess")
 	names("go.environment_functions", p.Go.EnvironmentFunctions, goFunction, "a qualified name such as os.Getenv")
+	names("go.forbidden_methods", p.Go.ForbiddenMethods, dottedName, "a method name such as Kill")
 	return errors.Join(errs...)
 }
 

@@ -7,7 +7,7 @@ import (
 
 // pathKeywords are keyword arguments that name a file.
 var pathKeywords = set{
-	"file": true, "fname": true, "filename": true, "filepath": true, "path": true,
+	"file": true, "fname": true, "filename": true, "filepath": true, "path": true, "src": true, "dst": true,
 	"path_or_buf": true, "filepath_or_buffer": true, "io": true, "excel_writer": true,
 	"path_or_buffer": true,
 }
@@ -38,8 +38,11 @@ func (f *pyFile) checkCall(i int32) {
 	if d, ok := f.deser[q]; ok {
 		f.checkDeserializer(i, q, d, args)
 	}
-	if f.isFileFunc(last) {
-		f.checkPathArgs(i, q, args)
+	switch {
+	case f.fileQual[q]:
+		f.checkPathArgs(i, q, args, true)
+	case f.isFileFunc(last):
+		f.checkPathArgs(i, q, args, false)
 	}
 }
 
@@ -156,6 +159,19 @@ func (f *pyFile) badAttrName(name string, obj int32) string {
 	if m, ok := f.reexported(name); ok {
 		return "does what the forbidden module " + m + " does"
 	}
+	if obj >= 0 && f.restrictedUse {
+		if why := f.restrictedGetattr(obj, name); why != "" {
+			return why
+		}
+	}
+	if f.forbiddenRootsF.mayHave(name) && f.forbiddenRoots[name] {
+		if _, module := f.qualified(obj); module || obj < 0 {
+			if f.restricted[name] && f.checkModuleQuiet(name) {
+				return "reaches the module " + name + " through another, where its uses cannot be followed"
+			}
+			return "reaches the forbidden module " + name
+		}
+	}
 	return ""
 }
 
@@ -231,8 +247,10 @@ func (f *pyFile) isFileFunc(last string) bool {
 	return false
 }
 
-// checkPathArgs reports a path argument that leaves the workspace.
-func (f *pyFile) checkPathArgs(call int32, q string, args int32) {
+// checkPathArgs reports a path argument that leaves the workspace: the
+// first positional argument, or with all every one (os.rename(a, b)), and
+// the path keywords.
+func (f *pyFile) checkPathArgs(call int32, q string, args int32, all bool) {
 	t := f.t
 	check := func(arg int32) {
 		p, exact := f.pathPrefix(arg, 0)
@@ -240,7 +258,11 @@ func (f *pyFile) checkPathArgs(call int32, q string, args int32) {
 			f.add(RulePathOutside, arg, fmt.Sprintf("%s uses %q, outside the workspace: %s", lastOf(q), p, why), pathHint)
 		}
 	}
-	if a, _ := f.positional(args, 0); a >= 0 {
+	for n := 0; n == 0 || all; n++ {
+		a, _ := f.positional(args, n)
+		if a < 0 {
+			break
+		}
 		check(a)
 	}
 	for c := t.firstNamed(args); c >= 0; c = t.nextNamed(c) {
@@ -268,8 +290,32 @@ func (f *pyFile) pathPrefix(i int32, depth int) (string, bool) {
 			s, _ := f.pathPrefix(t.child(i, f.f.left), depth+1)
 			return s, false
 		}
+	case pyCall:
+		if q, _ := f.qualified(t.child(i, f.f.function)); q == "os.path.join" || q == "posixpath.join" {
+			return f.joinPrefix(t.child(i, f.f.arguments), depth)
+		}
 	}
 	return "", false
+}
+
+// joinPrefix is pathPrefix for os.path.join(args): the prefix of an
+// argument that leaves the workspace (a later absolute one restarts the
+// path, a .. climbs), or else of the first.
+func (f *pyFile) joinPrefix(args int32, depth int) (string, bool) {
+	first := ""
+	for n := 0; ; n++ {
+		a, _ := f.positional(args, n)
+		if a < 0 {
+			return first, false
+		}
+		p, exact := f.pathPrefix(a, depth+1)
+		if pathOutside(p, exact, nil) != "" {
+			return p, false
+		}
+		if n == 0 {
+			first = p
+		}
+	}
 }
 
 // checkLoop reports while True (or while 1) loops with no way out.

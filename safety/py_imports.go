@@ -7,7 +7,6 @@ var moduleHints = map[string]string{
 	"os":              "use pathlib.Path for paths inside the workspace and pandas or open() for files; do not use os",
 	"sys":             "print results instead of writing to sys.stdout, and return from main() instead of sys.exit",
 	"subprocess":      "do the work in Python itself; running other programs is not allowed",
-	"shutil":          "use pathlib.Path methods (read_bytes, write_bytes, unlink) on files in the workspace",
 	"socket":          "the sandbox has no network; read the input files in the workspace instead",
 	"http":            "the sandbox has no network; read the input files in the workspace instead",
 	"urllib":          "the sandbox has no network; read the input files in the workspace instead",
@@ -65,8 +64,13 @@ func (f *pyFile) checkImport(i int32) {
 	}
 	for c := t.node(i).FirstChild; c >= 0; c = t.node(c).NextSibling {
 		if t.fieldOf(c) != f.f.name {
-			if t.kind(c) == pyWildcard && !moduleOK {
+			switch {
+			case t.kind(c) != pyWildcard:
+			case !moduleOK:
 				f.add(RuleForbiddenImport, c, fmt.Sprintf("wildcard import from %s pulls in a forbidden module", m), importHint(m))
+			case !relative && f.hasForbiddenFunctions(m):
+				f.add(RuleForbiddenFunction, c, fmt.Sprintf("a wildcard import from %s brings in its forbidden functions unseen", m),
+					fmt.Sprintf("import %s and call its functions as %s.name", m, m))
 			}
 			continue
 		}
@@ -86,12 +90,14 @@ func (f *pyFile) checkImport(i int32) {
 		case isPrivate(rootOf(name)):
 			f.add(RulePrivateAttribute, n, fmt.Sprintf("%s is a private name of module %s", name, m),
 				"use only the public API of the module; private names can reach forbidden modules")
+		case moduleOK && f.forbiddenFunction(m+"."+name):
+			f.addForbiddenFunction(n, m+"."+name)
 		case moduleOK && f.policy.Mode == ModeDeny:
 			full := m + "." + name
 			if _, bad := matchModule(full, f.policy.Python.ForbiddenModules); bad {
 				f.add(RuleForbiddenImport, n, fmt.Sprintf("module %s is forbidden", full), importHint(full))
 			} else if f.forbiddenRoots[name] {
-				f.add(RuleModuleReexport, n, fmt.Sprintf("%s imports the forbidden module %s through %s", name, name, m), importHint(name))
+				f.add(RuleModuleReexport, n, f.throughMessage(name, name, m), f.throughHint(name))
 			}
 		}
 	}

@@ -69,6 +69,9 @@ func (f *pyFile) checkName(i int32) {
 		f.add(RuleModuleReexport, i, reexportMessage(name, m), importHint(m))
 	}
 	if q, ok := f.alias(name); ok {
+		if f.restrictedUse && f.restricted[rootOf(q)] {
+			f.checkRestrictedValue(i, q) // a forbidden function is reported at its from-import
+		}
 		switch lastOf(q) {
 		case "attrgetter", "methodcaller":
 			if p := t.parent(i); !(t.kind(p) == pyCall && t.fieldOf(i) == f.f.function) {
@@ -113,10 +116,28 @@ func (f *pyFile) checkAttribute(i int32) {
 		}
 	case f.forbiddenRootsF.mayHave(name) && f.forbiddenRoots[name]:
 		if q, module := f.qualified(obj); module {
-			f.add(RuleModuleReexport, an, fmt.Sprintf("%s.%s reaches the forbidden module %s through %s", q, name, name, q),
-				importHint(name))
+			f.add(RuleModuleReexport, an, f.throughMessage(q+"."+name, name, q), f.throughHint(name))
 		}
 	}
+	if f.restrictedUse {
+		f.checkRestrictedAttribute(i)
+	}
+}
+
+// throughMessage says that what (tempfile.os) reaches module m through
+// another module, via.
+func (f *pyFile) throughMessage(what, m, via string) string {
+	if f.restricted[m] && f.checkModuleQuiet(m) {
+		return fmt.Sprintf("%s reaches the module %s through %s, where its uses cannot be followed", what, m, via)
+	}
+	return fmt.Sprintf("%s reaches the forbidden module %s through %s", what, m, via)
+}
+
+func (f *pyFile) throughHint(m string) string {
+	if f.restricted[m] && f.checkModuleQuiet(m) {
+		return fmt.Sprintf("import %s by its own name: import %s", m, m)
+	}
+	return importHint(m)
 }
 
 // reexported returns the module that a function named name stands for

@@ -81,6 +81,9 @@ const (
 	pyComparison
 	pyIsOp
 	pyIsNotOp
+	// For the environment rules.
+	pySubscript
+	pyDelete
 )
 
 var pyKindNames = map[string]kind{
@@ -112,11 +115,12 @@ var pyKindNames = map[string]kind{
 	"type_alias_statement": pyTypeAlias, "try_statement": pyTry, "except_clause": pyExcept,
 	"block": pyBlock, "float": pyFloat, "comparison_operator": pyComparison,
 	"'is": pyIsOp, "'is not": pyIsNotOp,
+	"subscript": pySubscript, "delete_statement": pyDelete,
 }
 
 var pyFieldNames = []string{
 	"name", "alias", "module_name", "function", "arguments", "object", "attribute",
-	"value", "left", "right", "operator", "condition", "body", "parameters",
+	"value", "left", "right", "operator", "condition", "body", "parameters", "subscript",
 }
 
 var pyGrammarOnce = sync.OnceValue(func() *grammar {
@@ -128,7 +132,7 @@ func pythonGrammar() *grammar { return pyGrammarOnce() }
 // pyFields caches the field ids.
 type pyFields struct {
 	name, alias, moduleName, function, arguments, object, attribute,
-	value, left, right, operator, condition, body, parameters uint16
+	value, left, right, operator, condition, body, parameters, subscript uint16
 }
 
 // pyAnalyser holds the policy compiled into sets for the Python rules.
@@ -147,6 +151,15 @@ type pyAnalyser struct {
 	filePrefixes   []string
 	forbiddenRoots set
 	reexports      map[string]string // function name -> the module it stands for
+	// Forbidden functions of allowed modules (os.system, "os.exec*"), the
+	// modules they belong to (os, sys), calls naming files by qualified
+	// name (os.rename), and the environment variables programs may read.
+	funcs        set
+	funcPrefixes []string
+	restricted   set
+	fileQual     set
+	envNames     set
+	envHint      string
 	// Filters for the sets looked up for every identifier or attribute.
 	builtinsF, shadowableF, framesF, dynImportF, forbiddenRootsF, reexportsF nameFilter
 }
@@ -163,6 +176,7 @@ func newPythonAnalyser(p *Policy, pool *parserPool) *pyAnalyser {
 			object: g.field("object"), attribute: g.field("attribute"), value: g.field("value"),
 			left: g.field("left"), right: g.field("right"), operator: g.field("operator"),
 			condition: g.field("condition"), body: g.field("body"), parameters: g.field("parameters"),
+			subscript: g.field("subscript"),
 		},
 		builtins:       newSet(p.Python.ForbiddenBuiltins),
 		shadowable:     newSet([]string{"input", "vars"}),
@@ -173,13 +187,28 @@ func newPythonAnalyser(p *Policy, pool *parserPool) *pyAnalyser {
 		fileFuncs:      set{},
 		forbiddenRoots: set{},
 		reexports:      map[string]string{},
+		funcs:          set{},
+		restricted:     set{},
+		fileQual:       set{},
+		envNames:       environmentNames(p, "python"),
+		envHint:        envHint(p, `os.environ.get("HOME")`),
+	}
+	for _, fn := range p.Python.ForbiddenFunctions {
+		if prefix, ok := strings.CutSuffix(fn, "*"); ok {
+			a.funcPrefixes = append(a.funcPrefixes, prefix)
+		} else {
+			a.funcs[fn] = true
+		}
+		a.restricted[rootOf(fn)] = true
 	}
 	for i := range p.Python.Deserializers {
 		d := &p.Python.Deserializers[i]
 		a.deser[d.Call] = d
 	}
 	for _, f := range p.Python.FileFunctions {
-		if prefix, ok := strings.CutSuffix(f, "*"); ok {
+		if strings.Contains(f, ".") {
+			a.fileQual[f] = true
+		} else if prefix, ok := strings.CutSuffix(f, "*"); ok {
 			a.filePrefixes = append(a.filePrefixes, prefix)
 		} else {
 			a.fileFuncs[f] = true
@@ -187,6 +216,9 @@ func newPythonAnalyser(p *Policy, pool *parserPool) *pyAnalyser {
 	}
 	for _, m := range p.Python.ForbiddenModules {
 		a.forbiddenRoots[rootOf(m)] = true
+	}
+	for m := range a.restricted {
+		a.forbiddenRoots[m] = true // reached through another module: tempfile.os
 	}
 	reexported := set{}
 	for _, r := range p.Python.ReexportedFunctions {
@@ -213,6 +245,9 @@ type pyFile struct {
 	aliasesF nameFilter
 	// bound holds the shadowable builtin names the file binds itself.
 	bound set
+	// restrictedUse: an import binds a module with forbidden functions
+	// (os, sys), so that their rules apply (skipped otherwise).
+	restrictedUse bool
 }
 
 func (a *pyAnalyser) analyse(ctx context.Context, code []byte, out *collector) error {
@@ -308,6 +343,9 @@ func (f *pyFile) collectBindings() {
 func (f *pyFile) setAlias(name, qualified string) {
 	f.aliases[name] = qualified
 	f.aliasesF.add(name)
+	if f.restricted[rootOf(qualified)] {
+		f.restrictedUse = true
+	}
 }
 
 // alias returns what an imported name stands for.

@@ -218,10 +218,10 @@ func TestSoakExec(t *testing.T) {
 }
 
 // largeProgram is a program the checker takes a while to parse, and then
-// refuses (it imports os), so that it never runs.
+// refuses (it imports subprocess), so that it never runs.
 func largeProgram(lines int) string {
 	var b strings.Builder
-	b.WriteString("```python\nimport os\n")
+	b.WriteString("```python\nimport subprocess\n")
 	for i := range lines {
 		fmt.Fprintf(&b, "def f%d(x):\n    return [y * %d for y in range(x) if y %% 3 == %d]\n", i, i, i%3)
 	}

@@ -15,9 +15,11 @@ const maxSGR = 32
 // Program escapes a program's output for a terminal as Text does, except
 // that colour and style sequences (SGR: ESC [ digits ; : m) and carriage
 // returns pass through, so that coloured output and progress bars look as
-// the program meant. Every other control sequence stays escaped. The
-// second result says whether an SGR sequence passed: the printer then
-// writes Reset after the output.
+// the program meant. Every other control sequence stays escaped. An SGR
+// sequence passes without the attribute that hides text (8, conceal), so
+// that what a program prints is always shown (see visibleSGR). The second
+// result says whether an SGR sequence passed: the printer then writes
+// Reset after the output.
 func Program(s string) (string, bool) {
 	if clean(s, true) {
 		return s, false
@@ -39,8 +41,11 @@ func Program(s string) (string, bool) {
 			continue
 		}
 		if n := sgrLen(s); n > 0 {
-			b.WriteString(s[:n])
-			s, sgr = s[n:], true
+			if v := visibleSGR(s[:n]); v != "" {
+				b.WriteString(v)
+				sgr = true
+			}
+			s = s[n:]
 			continue
 		}
 		appendEscaped(&b, s[:1], true)
@@ -64,6 +69,70 @@ func sgrLen(s string) int {
 		}
 	}
 	return 0
+}
+
+// visibleSGR returns the SGR sequence seq without its conceal parameters
+// (8), or "" when nothing else is left: an emptied sequence (ESC [ m)
+// would reset every attribute, which the program did not ask for. The
+// colour parameters 38, 48 and 58 take the 1 or 3 values that follow
+// them in their semicolon form (38;5;8 is grey, not conceal), and their
+// colon form is one parameter. Other ways to hide text (a foreground
+// colour equal or close to the background) are not caught: a colour
+// only close to another hides as well, and that cannot be decided
+// without knowing the terminal's palette.
+func visibleSGR(seq string) string {
+	body := seq[2 : len(seq)-1]
+	if !strings.Contains(body, "8") {
+		return seq
+	}
+	params := strings.Split(body, ";")
+	kept := make([]string, 0, len(params))
+	for i := 0; i < len(params); i++ {
+		p := params[i]
+		main, _, sub := strings.Cut(p, ":")
+		switch v := sgrValue(main); {
+		case v == 8:
+			continue
+		case (v == 38 || v == 48 || v == 58) && !sub && i+1 < len(params):
+			// Extended colour, semicolon form: 5;N or 2;R;G;B follow.
+			n := 0
+			switch sgrValue(params[i+1]) {
+			case 5:
+				n = 2
+			case 2:
+				n = 4
+			}
+			n = min(n, len(params)-1-i)
+			kept = append(kept, params[i:i+1+n]...)
+			i += n
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	if len(kept) == len(params) {
+		return seq
+	}
+	return "\x1b[" + strings.Join(kept, ";") + "m"
+}
+
+// sgrValue is the number an SGR parameter stands for, as terminals read
+// it: leading zeros allowed, an empty one 0; -1 for one too long.
+func sgrValue(p string) int {
+	p = strings.TrimLeft(p, "0")
+	if len(p) > 4 {
+		return -1
+	}
+	if p == "" {
+		return 0
+	}
+	v := 0
+	for i := 0; i < len(p); i++ {
+		v = v*10 + int(p[i]-'0')
+	}
+	return v
 }
 
 // sgrPrefix reports whether s (an ESC and what follows it) may still

@@ -54,3 +54,41 @@ func TestProgramWriter(t *testing.T) {
 		t.Fatalf("a trailing ESC: %q", b.String())
 	}
 }
+
+// TestProgramDropsConceal: SGR 8 (conceal) never reaches the terminal,
+// whatever its spelling (alone, among colours, with leading zeros, after
+// an empty parameter, split across writes), while the colours around it
+// pass; 8 as a colour's value (38;5;8 grey, 48;2;8;8;8) is a colour and
+// stays, and a sequence left empty is dropped, not sent as ESC [ m (a
+// reset the program did not ask for).
+func TestProgramDropsConceal(t *testing.T) {
+	for in, want := range map[string]string{
+		"\x1b[8mhidden\x1b[28m":            "hidden\x1b[28m",
+		"\x1b[31;8mhidden":                 "\x1b[31mhidden",
+		"\x1b[8;1;32mhidden":               "\x1b[1;32mhidden",
+		"\x1b[008mhidden":                  "hidden",
+		"\x1b[;8mhidden":                   "\x1b[mhidden",
+		"\x1b[38;5;8mgrey":                 "\x1b[38;5;8mgrey",
+		"\x1b[48;2;8;8;8;8mdark":           "\x1b[48;2;8;8;8mdark",
+		"\x1b[38:5:8;8mgrey":               "\x1b[38:5:8mgrey",
+		"\x1b[8:1mhidden":                  "hidden",
+		"\x1b[38;5;8;48;5;8;8mtwo colours": "\x1b[38;5;8;48;5;8mtwo colours",
+		"\x1b[18;28m":                      "\x1b[18;28m",
+	} {
+		if got, _ := Program(in); got != want {
+			t.Errorf("Program(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, sgr := Program("\x1b[8mx"); sgr {
+		t.Error("a dropped sequence counted as a colour")
+	}
+	var b bytes.Buffer
+	w := NewProgramWriter(&b)
+	for _, p := range []string{"a\x1b[3", "1;0", "8mhidden"} {
+		w.Write([]byte(p))
+	}
+	w.Flush()
+	if want := "a\x1b[31mhidden" + Reset; b.String() != want {
+		t.Fatalf("split across writes: got %q, want %q", b.String(), want)
+	}
+}

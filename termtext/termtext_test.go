@@ -25,6 +25,23 @@ func TestText(t *testing.T) {
 	if got, want := Name("x.png\n── success ──\tz"), `x.png\n── success ──\tz`; got != want {
 		t.Errorf("Name = %q, want %q", got, want)
 	}
+	// A name hides nothing: invisible and bidirectional characters show.
+	for in, want := range map[string]string{
+		"report\u200b.csv":            `report\u200b.csv`,
+		"a\u200eb\u200fc\u061cd":      `a\u200eb\u200fc\u061cd`,
+		"\ufeffbom \u00adsoft \u2060": `\ufeffbom \u00adsoft \u2060`,
+		"line\u2028sep":               `line\u2028sep`,
+		"ok \u2066iso\u2069":          `ok \u2066iso\u2069`,
+		"plain-ä_名.txt":               "plain-ä_名.txt",
+	} {
+		if got := Name(in); got != want {
+			t.Errorf("Name(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Text keeps an emoji's joiner, and shows a bidirectional mark.
+	if got, want := Text("👩\u200d💻 \u200f"), "👩\u200d💻 \\u200f"; got != want {
+		t.Errorf("Text = %q, want %q", got, want)
+	}
 }
 
 func TestWriterHoldsSplitRunes(t *testing.T) {

@@ -65,6 +65,10 @@ type Artifact struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	Change string `json:"change"` // "new" or "changed"
+	// Dest, when set, is the path CopyOut gives the file in the output
+	// directory instead of Path (the program, .codeagent/solution.py,
+	// goes out as solution.py).
+	Dest string `json:"-"`
 }
 
 // Skipped is an entry left out of the artifacts, with the reason.
@@ -78,8 +82,9 @@ var noise = map[string]bool{"__pycache__": true, ".pytest_cache": true, "node_mo
 
 // Snapshot walks the workspace without following symbolic links, and
 // without descending into another file system mounted below it (such a
-// directory is in Skipped). Noise and the build cache (lang.CacheDir) are
-// left out: no listing, artifact or change shows them.
+// directory is in Skipped). Noise, codeagent's own directory (lang.OwnDir:
+// the program, its tests) and the build cache (lang.CacheDir) are left
+// out: no listing, artifact or change shows them.
 func (w *Workspace) Snapshot(lim Limits) (Snapshot, error) {
 	lim = lim.withDefaults()
 	root, err := os.OpenRoot(w.Dir)
@@ -110,7 +115,7 @@ func (w *Workspace) Snapshot(lim Limits) (Snapshot, error) {
 		t := d.Type()
 		switch {
 		case t.IsDir():
-			if noise[d.Name()] || isCache(rel) {
+			if noise[d.Name()] || isOwn(rel) {
 				return fs.SkipDir
 			}
 			if other, err := mounts.elsewhere(rel, d); err != nil || other {
@@ -236,20 +241,27 @@ func (w *Workspace) copyOut(arts []Artifact, dst string, maxTotal int64, replace
 	var errs []error
 	left := maxTotal
 	for _, a := range arts {
-		n, err := copyOne(src, out, a.Path, left, replace)
+		dest := a.Dest
+		if dest == "" {
+			dest = a.Path
+		}
+		n, err := copyOne(src, out, a.Path, dest, left, replace)
 		left -= n
 		if err != nil {
-			errs = append(errs, fmt.Errorf("copy %s: %w", a.Path, err))
+			errs = append(errs, fmt.Errorf("copy %s: %w", dest, err))
 			continue
 		}
-		copied = append(copied, a.Path)
+		copied = append(copied, dest)
 	}
 	return copied, errors.Join(errs...)
 }
 
-// copyOne copies rel from the directory src to the directory dst.
-func copyOne(src, dst *os.File, rel string, left int64, replace bool) (int64, error) {
+// copyOne copies rel from the directory src to dest in the directory dst.
+func copyOne(src, dst *os.File, rel, dest string, left int64, replace bool) (int64, error) {
 	if err := validRel(rel); err != nil {
+		return 0, err
+	}
+	if err := validRel(dest); err != nil {
 		return 0, err
 	}
 	in, fi, err := openRegular(src, rel)
@@ -260,7 +272,7 @@ func copyOne(src, dst *os.File, rel string, left int64, replace bool) (int64, er
 	if fi.Size() > left {
 		return 0, fmt.Errorf("over the size limit for artifacts")
 	}
-	if dir := path.Dir(rel); dir != "." {
+	if dir := path.Dir(dest); dir != "." {
 		d, err := mkdirAt(dst, dir, 0o755)
 		if err != nil {
 			return 0, err
@@ -274,11 +286,11 @@ func copyOne(src, dst *os.File, rel string, left int64, replace bool) (int64, er
 	if !replace {
 		flags |= os.O_EXCL
 	}
-	out, err := openBeneath(dst, rel, flags, 0o644, false)
+	out, err := openBeneath(dst, dest, flags, 0o644, false)
 	if !replace && errors.Is(err, os.ErrExist) {
 		// Unless it is the artifact itself (the output directory is the
 		// workspace), it is the user's: left as it is.
-		if have, herr := openBeneath(dst, rel, os.O_RDONLY|syscall.O_NONBLOCK, 0, false); herr == nil {
+		if have, herr := openBeneath(dst, dest, os.O_RDONLY|syscall.O_NONBLOCK, 0, false); herr == nil {
 			hfi, serr := have.Stat()
 			have.Close()
 			if serr == nil && os.SameFile(fi, hfi) {
@@ -296,7 +308,7 @@ func copyOne(src, dst *os.File, rel string, left int64, replace bool) (int64, er
 	case err != nil:
 		return 0, err
 	case !ofi.Mode().IsRegular():
-		return 0, fmt.Errorf("%s exists in the output directory and is not a regular file", rel)
+		return 0, fmt.Errorf("%s exists in the output directory and is not a regular file", dest)
 	case os.SameFile(fi, ofi):
 		return fi.Size(), nil // the output directory is the workspace itself
 	}

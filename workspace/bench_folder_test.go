@@ -154,9 +154,9 @@ func BenchmarkApply(b *testing.B) {
 		}
 		runApply := func() {
 			t0 := time.Now()
-			applied, refused, err := workspace.Apply(folder, ws.Dir, f.Files, changes)
-			if err != nil || len(applied) != 1000 || len(refused) != 0 {
-				b.Fatalf("applied %d, refused %v, %v", len(applied), refused, err)
+			res, err := workspace.Apply(folder, ws.Dir, f.Files, changes, workspace.ApplyOptions{})
+			if err != nil || len(res.Applied) != 1000 || !res.Complete() {
+				b.Fatalf("applied %d, refused %v, %v", len(res.Applied), res.Refused, err)
 			}
 			apply += time.Since(t0)
 		}

@@ -23,8 +23,10 @@ import (
 // brings to the folder only when the user says so, refusing any file that
 // changed in the folder meanwhile.
 //
-// The folder's .git is offered to programs but never changed: changes
-// below it are listed as skipped, not applied.
+// The folder's .git, and any other at any depth, is offered to programs but
+// never changed: changes below it are listed as skipped, not applied; a
+// change of another sensitive name (see Sensitive) is listed with the
+// reason and applied only when the person names it.
 
 // FolderLimits bound what a folder may hold to be offered to a run.
 type FolderLimits struct {
@@ -78,9 +80,9 @@ type seedID struct {
 }
 
 // folderNoise are directories neither offered nor compared: the caches
-// interpreters leave (see noise), which a program remakes. So is the
-// build cache at the top (lang.CacheDir): the run's own, never the
-// folder's.
+// interpreters leave (see noise), which a program remakes. So are
+// codeagent's own directory and build cache at the top (lang.OwnDir,
+// lang.CacheDir): the run's own, never the folder's.
 var folderNoise = map[string]bool{"__pycache__": true, ".pytest_cache": true}
 
 // ScanFolder records the regular files and directories of dir without
@@ -192,7 +194,7 @@ func walkTree(d *os.File, visit func(rel string, st *unix.Stat_t) error) ([]Skip
 					return err
 				}
 			case unix.S_IFDIR:
-				if folderNoise[name] || isCache(rel) {
+				if folderNoise[name] || isOwn(rel) {
 					continue
 				}
 				if st.Dev != rootSt.Dev {
@@ -310,6 +312,9 @@ type Change struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"` // "added", "modified" or "deleted"
 	Size int64  `json:"size"` // the new size; the old one for deleted
+	// Sensitive says why Apply refuses the change unless the person names
+	// it (--apply-sensitive), "" for most; Apply decides again by name.
+	Sensitive string `json:"sensitive,omitempty"`
 }
 
 // The kinds of Change.
@@ -319,13 +324,26 @@ const (
 	ChangeDeleted  = "deleted"
 )
 
-// isGit reports whether rel is in the folder's .git, which is never changed.
-func isGit(rel string) bool { return rel == ".git" || strings.HasPrefix(rel, ".git/") }
+// isGit reports whether rel is git's metadata at any depth, which runs
+// never change (see Sensitive).
+func isGit(rel string) bool {
+	_, never := Sensitive(rel)
+	return never
+}
+
+// gitReadOnly is the reason a change below .git is skipped.
+const gitReadOnly = "git's files (.git) are read-only to runs: never applied"
+
+// change is the Change of kind at rel, marked when its name is sensitive.
+func change(rel, kind string, size int64) Change {
+	why, _ := Sensitive(rel)
+	return Change{Path: rel, Kind: kind, Size: size, Sensitive: why}
+}
 
 // FolderChanges compares the workspace w, seeded from f, with what f held
 // when it was scanned: files added, modified (contents differ) and deleted,
-// sorted by path. Changes below .git, links and special files the program
-// made are in skipped, never in the changes. At most lim.MaxEntries entries
+// sorted by path. Changes below .git (at any depth), links and special
+// files the program made are in skipped, never in the changes. At most lim.MaxEntries entries
 // of w are walked.
 func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skipped []Skipped, err error) {
 	lim = lim.withDefaults()
@@ -365,10 +383,10 @@ func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skip
 			kind = ChangeModified
 		}
 		if isGit(rel) {
-			skipped = append(skipped, Skipped{rel, "the folder's .git is read-only to runs"})
+			skipped = append(skipped, Skipped{rel, gitReadOnly})
 			return nil
 		}
-		changes = append(changes, Change{Path: rel, Kind: kind, Size: st.Size})
+		changes = append(changes, change(rel, kind, st.Size))
 		return nil
 	})
 	if err != nil {
@@ -388,10 +406,10 @@ func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skip
 			continue
 		}
 		if isGit(rel) {
-			skipped = append(skipped, Skipped{rel, "the folder's .git is read-only to runs"})
+			skipped = append(skipped, Skipped{rel, gitReadOnly})
 			continue
 		}
-		changes = append(changes, Change{Path: rel, Kind: ChangeDeleted, Size: f.Files[rel].Size})
+		changes = append(changes, change(rel, ChangeDeleted, f.Files[rel].Size))
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	return changes, skipped, nil

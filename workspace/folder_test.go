@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,12 +114,28 @@ func TestFolderApply(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes/todo.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	applied, refused, err := Apply(dir, ws.Dir, f.Files, changes)
+	// A conflict applies nothing: the check comes first.
+	before := treeOf(t, dir)
+	res, err := Apply(dir, ws.Dir, f.Files, changes, ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(applied) != 4 || len(refused) != 1 || refused[0].Path != "notes/todo.txt" {
-		t.Fatalf("applied %v, refused %v", applied, refused)
+	if len(res.Applied) != 0 || len(res.Refused) != 1 || res.Refused[0].Path != "notes/todo.txt" || res.Stopped {
+		t.Fatalf("applied %v, refused %v", res.Applied, res.Refused)
+	}
+	if after := treeOf(t, dir); after != before {
+		t.Fatalf("a refused apply wrote:\nbefore %s\nafter %s", before, after)
+	}
+	// The others alone are applied.
+	var others []Change
+	for _, c := range changes {
+		if c.Path != "notes/todo.txt" {
+			others = append(others, c)
+		}
+	}
+	res, err = Apply(dir, ws.Dir, f.Files, others, ApplyOptions{})
+	if err != nil || len(res.Applied) != 4 || !res.Complete() {
+		t.Fatalf("applied %v, refused %v: %v", res.Applied, res.Refused, err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "notes/todo.txt")); string(got) != "one\ntwo\nthree\n" {
 		t.Errorf("the user's edit was overwritten: %q", got)
@@ -142,12 +159,47 @@ func TestFolderApply(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
-	// A second apply of the same changes refuses them all: the folder is
-	// no longer what the run started from.
-	applied, refused, _ = Apply(dir, ws.Dir, f.Files, changes)
-	if len(applied) != 0 || len(refused) != len(changes) {
-		t.Errorf("second apply: applied %v refused %v", applied, refused)
+	// Applying the whole set again recognises what is applied, and still
+	// refuses the conflict alone.
+	res, _ = Apply(dir, ws.Dir, f.Files, changes, ApplyOptions{})
+	if len(res.Applied) != 0 || len(res.Already) != 4 || len(res.Refused) != 1 {
+		t.Errorf("second apply: %+v", res)
 	}
+	res, _ = Apply(dir, ws.Dir, f.Files, others, ApplyOptions{})
+	if len(res.Applied) != 0 || len(res.Already) != 4 || !res.Complete() {
+		t.Errorf("applying the applied again: %+v", res)
+	}
+	// --force replaces the user's edit.
+	res, err = Apply(dir, ws.Dir, f.Files, changes, ApplyOptions{Force: []string{"notes/todo.txt"}})
+	if err != nil || len(res.Applied) != 1 || len(res.Already) != 4 || !res.Complete() {
+		t.Fatalf("forced: %+v, %v", res, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "notes/todo.txt")); string(got) != "done\n" {
+		t.Errorf("forced todo.txt = %q", got)
+	}
+}
+
+// treeOf is every entry of dir with its mode, size and contents.
+func treeOf(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s %v %d %d", rel, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		if fi.Mode().IsRegular() {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, " %q", data)
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // A save the user makes in the moment between the last check of a file
@@ -177,9 +229,9 @@ func TestFolderApplyKeepsASaveRacingTheReplacement(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { beforeExchange = nil })
-	applied, refused, err := Apply(dir, ws.Dir, f.Files, changes)
-	if err != nil || len(applied) != 0 || len(refused) != 1 {
-		t.Fatalf("applied %v refused %v: %v", applied, refused, err)
+	res, err := Apply(dir, ws.Dir, f.Files, changes, ApplyOptions{})
+	if err != nil || len(res.Applied) != 0 || len(res.Refused) != 1 || !res.Stopped {
+		t.Fatalf("apply: %+v, %v", res, err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "sales.csv")); string(got) != "user's save\n" {
 		t.Errorf("sales.csv = %q, want the user's save", got)
@@ -201,9 +253,9 @@ func TestFolderApplyRefusesAppearedAndLinks(t *testing.T) {
 	outside := t.TempDir()
 	os.RemoveAll(filepath.Join(dir, "notes"))
 	os.Symlink(outside, filepath.Join(dir, "notes"))
-	applied, refused, _ := Apply(dir, ws.Dir, f.Files, changes)
-	if len(applied) != 0 || len(refused) != 2 {
-		t.Fatalf("applied %v refused %v", applied, refused)
+	res, _ := Apply(dir, ws.Dir, f.Files, changes, ApplyOptions{})
+	if len(res.Applied) != 0 || len(res.Refused) != 2 {
+		t.Fatalf("apply: %+v", res)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(got) != "user's\n" {
 		t.Errorf("report.txt = %q", got)
@@ -245,9 +297,9 @@ func TestKeptChanges(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "report.txt")); err == nil {
 		t.Fatal("keeping changes applied them")
 	}
-	applied, refused, err := Apply(got.Folder, got.Files, got.Base, got.Changes)
-	if err != nil || len(applied) != 2 || len(refused) != 0 {
-		t.Fatalf("apply kept: %v %v %v", applied, refused, err)
+	res, err := Apply(got.Folder, got.Files, got.Base, got.Changes, ApplyOptions{})
+	if err != nil || len(res.Applied) != 2 || !res.Complete() {
+		t.Fatalf("apply kept: %+v %v", res, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != "total 10\n" {
 		t.Errorf("report.txt = %q", b)
@@ -309,8 +361,8 @@ func TestFolderHoldsBackSecrets(t *testing.T) {
 	// A program that writes .env does not replace the user's.
 	os.WriteFile(filepath.Join(ws.Dir, ".env"), []byte("SECRET=stolen\n"), 0o644)
 	changes, _, _ = f.FolderChanges(ws, Limits{})
-	_, refused, _ := Apply(dir, ws.Dir, f.Files, changes)
-	if b, _ := os.ReadFile(filepath.Join(dir, ".env")); string(b) != "SECRET=1\n" || len(refused) != 1 {
-		t.Errorf(".env = %q, refused %v", b, refused)
+	res, _ := Apply(dir, ws.Dir, f.Files, changes, ApplyOptions{})
+	if b, _ := os.ReadFile(filepath.Join(dir, ".env")); string(b) != "SECRET=1\n" || len(res.Refused) != 1 {
+		t.Errorf(".env = %q, refused %v", b, res.Refused)
 	}
 }

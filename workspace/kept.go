@@ -141,3 +141,43 @@ func RemoveKept(dataDir, id string) error {
 	}
 	return RemoveAll(filepath.Join(dataDir, keptDir, id))
 }
+
+// Dir is where k is kept in the data directory dataDir.
+func (k *Kept) Dir(dataDir string) string { return filepath.Join(dataDir, keptDir, k.ID) }
+
+// PruneKept removes the kept changes made before cutoff and returns them,
+// oldest first.
+func PruneKept(dataDir string, cutoff time.Time) ([]*Kept, error) {
+	list, err := ListKept(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []*Kept
+	var errs []error
+	for _, k := range list {
+		if !k.Created.Before(cutoff) {
+			continue
+		}
+		if err := RemoveAll(k.Dir(dataDir)); err != nil {
+			errs = append(errs, fmt.Errorf("remove kept changes %s: %w", k.ID, err))
+			continue
+		}
+		removed = append(removed, k)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Without returns k's changes but those in done, in order.
+func (k *Kept) Without(done []Change) []Change {
+	drop := make(map[string]bool, len(done))
+	for _, c := range done {
+		drop[c.Path] = true
+	}
+	var rest []Change
+	for _, c := range k.Changes {
+		if !drop[c.Path] {
+			rest = append(rest, c)
+		}
+	}
+	return rest
+}

@@ -118,9 +118,11 @@ func marked(w *Workspace) (*Workspace, error) {
 // (--workdir), which must not gain a directory it did not ask for.
 func (w *Workspace) KeepsCache() bool { return w.own }
 
-// isCache reports whether rel, relative to a workspace, is its cache
-// directory, which listings, snapshots and a folder's changes leave out.
-func isCache(rel string) bool { return rel == lang.CacheDir }
+// isOwn reports whether rel, relative to a workspace, is codeagent's own
+// directory (lang.OwnDir: the program, its tests) or its cache
+// (lang.CacheDir), which listings, snapshots and a folder's changes leave
+// out, and which are never copied from a folder.
+func isOwn(rel string) bool { return rel == lang.CacheDir || rel == lang.OwnDir }
 
 // Temporary reports whether Close removes the directory.
 func (w *Workspace) Temporary() bool { return w.temp }
@@ -156,13 +158,18 @@ func validRel(rel string) error {
 	return nil
 }
 
-// WriteFile writes data to the plain file name in the workspace. Whatever
-// is there under that name (a file, a symbolic link to a host file, a
-// directory a program made) is removed first, and the new file is created
-// exclusively without following links, so a program cannot redirect the
-// write.
+// WriteFile writes data to the plain file name in the workspace, or to
+// lang.OwnDir + "/" + name, codeagent's own directory (made when missing).
+// Whatever is there under that name (a file, a symbolic link to a host
+// file, a directory a program made, even in place of the own directory)
+// is removed first, and the new file is created exclusively without
+// following links, so a program cannot redirect the write.
 func (w *Workspace) WriteFile(name string, data []byte) error {
-	if !ValidName(name) {
+	dir, base := "", name
+	if d, b, ok := strings.Cut(name, "/"); ok && d == lang.OwnDir {
+		dir, base = d, b
+	}
+	if !ValidName(base) {
 		return fmt.Errorf("workspace: invalid file name %q", name)
 	}
 	root, err := os.OpenRoot(w.Dir)
@@ -170,10 +177,16 @@ func (w *Workspace) WriteFile(name string, data []byte) error {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	defer root.Close()
-	if err := root.RemoveAll(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if dir != "" {
+		if root, err = ownDir(root, dir); err != nil {
+			return fmt.Errorf("workspace: %s: %w", dir, err)
+		}
+		defer root.Close()
+	}
+	if err := root.RemoveAll(base); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("workspace: replace %s: %w", name, err)
 	}
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	f, err := root.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return fmt.Errorf("workspace: write %s: %w", name, err)
 	}
@@ -182,6 +195,30 @@ func (w *Workspace) WriteFile(name string, data []byte) error {
 		return fmt.Errorf("workspace: write %s: %w", name, err)
 	}
 	return f.Close()
+}
+
+// ownDir opens the directory dir of root, made when missing; anything else
+// there (a link a program planted, a file) is removed first. The root
+// never leaves the workspace, even should a program swap the name.
+func ownDir(root *os.Root, dir string) (*os.Root, error) {
+	for range 3 { // removed, made, opened
+		fi, err := root.Lstat(dir)
+		switch {
+		case err == nil && fi.IsDir():
+			return root.OpenRoot(dir)
+		case errors.Is(err, os.ErrNotExist):
+			if err := root.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, err
+			}
+		case err != nil:
+			return nil, err
+		default:
+			if err := root.RemoveAll(dir); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return nil, fmt.Errorf("not a directory")
 }
 
 // CopyIn copies the host file src into the workspace under its base name

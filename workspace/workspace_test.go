@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/lang"
 )
 
 func newWS(t *testing.T) *Workspace {
@@ -111,6 +113,36 @@ func TestWriteFileReplacesSymlinkWithoutTouchingTarget(t *testing.T) {
 	}
 	if err := w.WriteFile("../escape.py", nil); err == nil {
 		t.Error("name with .. accepted")
+	}
+}
+
+// codeagent's own directory, which a program can replace with a link to a
+// host directory, is made again: the write lands in the workspace.
+func TestWriteFileInTheOwnDirectoryFollowsNoLink(t *testing.T) {
+	w := newWS(t)
+	host := t.TempDir()
+	if err := os.Symlink(host, filepath.Join(w.Dir, lang.OwnDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(lang.OwnDir+"/solution.py", []byte("print(1)\n")); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Fatalf("the write went through the link: %v", ents)
+	}
+	if b, err := os.ReadFile(filepath.Join(w.Dir, lang.OwnDir, "solution.py")); err != nil || string(b) != "print(1)\n" {
+		t.Errorf("own solution.py = %q, %v", b, err)
+	}
+	// A file in its place goes too; other directories are not codeagent's.
+	os.RemoveAll(filepath.Join(w.Dir, lang.OwnDir))
+	write(t, filepath.Join(w.Dir, lang.OwnDir), "a file")
+	if err := w.WriteFile(lang.OwnDir+"/test_solution.py", []byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"sub/solution.py", lang.OwnDir + "/../x", lang.OwnDir + "/a/b"} {
+		if err := w.WriteFile(bad, nil); err == nil {
+			t.Errorf("WriteFile(%q) accepted", bad)
+		}
 	}
 }
 

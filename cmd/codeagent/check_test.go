@@ -43,13 +43,13 @@ func TestCheckClean(t *testing.T) {
 
 func TestCheckFindingsText(t *testing.T) {
 	dir := t.TempDir()
-	py := writeCheckFile(t, dir, "bad.py", "import os\nx = eval('1')\n")
+	py := writeCheckFile(t, dir, "bad.py", "import subprocess\nx = eval('1')\n")
 	code, out, _ := runCheckCLI(t, "", py)
 	if code != exitFailure {
 		t.Fatalf("code %d, want %d", code, exitFailure)
 	}
 	for _, want := range []string{
-		py + ":1:8 forbidden-import module os is forbidden",
+		py + ":1:8 forbidden-import module subprocess is forbidden",
 		py + ":2:5 forbidden-builtin calls the forbidden builtin eval",
 		"    hint: ",
 		"    code: eval",

@@ -18,6 +18,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{"run", "--bogus", "task"}, {"exec", "--bogus", "x.py"}, {"serve", "--bogus"}, {"log", "--bogus"},
 		{"exec"}, {"check"}, {"run"}, {"sessions"}, {"repl", "extra"}, {"mcp", "extra"}, {"version", "extra"},
 		{"doctor", "--backend", "bogus"}, {"exec", "x.py", "a"},
+		{"changes", "rm"}, {"changes", "prune", "20200101-000000-abcdef"}, {"changes", "diff", "--force", "x", "20200101-000000-abcdef"},
+		{"changes", "list", "--older-than", "7d"}, {"changes", "apply"},
 	} {
 		code, out, errOut := runCLI(t, "", args...)
 		lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
@@ -25,7 +27,7 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 and two lines:\n%s", args, code, errOut)
 		}
 	}
-	for _, c := range []string{"exec", "run", "repl", "doctor", "check", "sessions", "log", "stats", "eval", "mcp", "serve", "version"} {
+	for _, c := range []string{"exec", "run", "repl", "doctor", "check", "sessions", "changes", "log", "stats", "eval", "mcp", "serve", "version"} {
 		code, _, errOut := runCLI(t, "", c, "-h")
 		if code != exitOK || !strings.HasPrefix(errOut, "usage: codeagent "+c) {
 			t.Errorf("%s -h: exit %d:\n%s", c, code, errOut)

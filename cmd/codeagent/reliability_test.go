@@ -172,7 +172,7 @@ func TestSessionTwoProcesses(t *testing.T) {
 	if code != 0 || !strings.Contains(show, "turn 1 · succeeded") || !strings.Contains(show, "turn 2 · succeeded") || strings.Contains(show, "interrupted") {
 		t.Fatalf("turns: %s", show)
 	}
-	if b, _ := os.ReadFile(filepath.Join(sessionWorkspace(data, "shared"), "solution.py")); !strings.Contains(string(b), "B done") {
+	if b, _ := os.ReadFile(filepath.Join(sessionWorkspace(data, "shared"), ".codeagent", "solution.py")); !strings.Contains(string(b), "B done") {
 		t.Errorf("solution.py is not the last turn's: %q", b)
 	}
 	starts := execStarts(t, data, "shared")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -47,11 +48,12 @@ type runOptions struct {
 	Files           []string
 	Workdir         string
 	Out             string
-	Force           bool   // with Out: replace files already there
-	Folder          string // the folder the run is offered (see run_folder.go); "" none
-	NoFolder        bool   // do not offer the current folder
-	Apply           bool   // apply the run's changes to the folder without asking
-	Diff            bool   // show a unified diff of the changes
+	Force           bool     // with Out: replace files already there
+	Folder          string   // the folder the run is offered (see run_folder.go); "" none
+	NoFolder        bool     // do not offer the current folder
+	Apply           bool     // apply the run's changes to the folder without asking
+	ApplySensitive  []string // paths of refused names the person lets the apply write
+	Diff            bool     // show a unified diff of the changes
 	Tests           bool
 	TestFile        string
 	MinCoverage     float64 // with tests: the least statement coverage of the program (python, go)
@@ -101,6 +103,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 		"a file already there is not replaced (see --force)")
 	fs.BoolVar(&o.Force, "force", false, "with --out: replace files already in the directory")
 	fs.BoolVar(&o.Apply, "apply", false, "apply the run's changes to the current folder without asking (after a success)")
+	fs.Var((*repeated)(&o.ApplySensitive), "apply-sensitive", "with a folder: apply the change at PATH although its name is refused by default, as .npmrc or .vscode/ (repeatable; never .git)")
 	fs.BoolVar(&o.Diff, "diff", false, "show a unified diff of the run's changes to the current folder")
 	fs.BoolVar(&o.NoFolder, "no-folder", false, "do not offer the current folder to the program: start from an empty workspace")
 	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write tests first (pytest; node --test for javascript; go test for go), then code until they pass")
@@ -366,9 +369,9 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		// attempt the file in the workspace is an older program.
 		arts := res.Artifacts
 		if res.Success {
-			arts = append([]workspace.Artifact{{Path: a.SolutionFile()}}, arts...)
+			arts = append([]workspace.Artifact{{Path: a.SolutionFile(), Dest: path.Base(a.SolutionFile())}}, arts...)
 			if o.TestFile != "" || o.Tests {
-				arts = append(arts, workspace.Artifact{Path: a.TestFile()})
+				arts = append(arts, workspace.Artifact{Path: a.TestFile(), Dest: path.Base(a.TestFile())})
 			}
 		}
 		copyOut := ws.CopyOutNew
@@ -437,6 +440,8 @@ func runExit(s stdio, o runOptions, res *agent.Result, fin *folderFinish, err er
 	case !res.Success:
 		printErr(s.err, "%s", res.Message)
 		return exitFailure
+	case folder != nil && len(folder.Refused) > 0:
+		return exitFailure // the changes asked to be applied were not (said above)
 	}
 	return exitOK
 }

@@ -26,7 +26,7 @@ type folderOutcome struct {
 	Dir     string              `json:"dir"`
 	Changes []workspace.Change  `json:"changes"`
 	Skipped []workspace.Skipped `json:"skipped,omitempty"`
-	Applied bool                `json:"applied"`
+	Applied bool                `json:"applied"` // every change is in the folder
 	Refused []workspace.Skipped `json:"refused,omitempty"`
 	Kept    string              `json:"kept,omitempty"` // the ID of the kept changes
 }
@@ -88,6 +88,9 @@ func finishFolder(o runOptions, s stdio, dataDir string, f *workspace.Folder, ws
 			io.WriteString(s.out, termtext.Text(diff))
 		}
 	}
+	if _, err := selectChanges(out.Changes, o.ApplySensitive, "--apply-sensitive "); err != nil {
+		printErr(s.err, "%v", err)
+	}
 	if len(out.Changes) == 0 {
 		return out, nil
 	}
@@ -95,50 +98,49 @@ func finishFolder(o runOptions, s stdio, dataDir string, f *workspace.Folder, ws
 	if !o.Apply && human && termtext.IsTerminal(s.in) && termtext.IsTerminal(s.err) {
 		apply = askApply(s, out, f, ws)
 	}
+	var applied *workspace.ApplyResult
 	if apply {
-		var refused []workspace.Skipped
-		_, refused, err = workspace.Apply(f.Dir, ws.Dir, f.Files, out.Changes)
+		applied, err = workspace.Apply(f.Dir, ws.Dir, f.Files, out.Changes, workspace.ApplyOptions{Sensitive: o.ApplySensitive})
 		if err != nil {
 			return out, err
 		}
-		out.Applied, out.Refused = true, refused
-		for _, r := range refused {
-			printErr(s.err, "not applied: %s: %s", termtext.Name(r.Path), r.Reason)
-		}
-		if len(refused) == 0 {
+		out.Applied, out.Refused = applied.Complete(), applied.Refused
+		if out.Applied {
+			if human {
+				fmt.Fprintf(s.out, "applied %d change(s) to %s\n", len(applied.Applied)+len(applied.Already), termtext.Name(f.Dir))
+			}
 			return out, nil
 		}
-		// What was refused is kept, not lost.
-		out.Changes = refusedOnly(out.Changes, refused)
 	}
+	// What was not applied is kept, not lost.
 	k, err := workspace.Keep(dataDir, f, ws, o.Task, out.Changes)
 	if err != nil {
 		return out, err
 	}
+	if applied != nil {
+		k.Changes = k.Without(append(append([]workspace.Change(nil), applied.Applied...), applied.Already...))
+		if err := k.Save(dataDir); err != nil {
+			return out, err
+		}
+		printNotApplied(s.err, applied, k.ID)
+	}
 	out.Kept = k.ID
 	why := "the folder is unchanged"
 	switch {
-	case out.Applied:
-		why = "the changes not applied"
-	case o.Apply:
+	case applied != nil && applied.Stopped:
+		why = "the folder is partly changed"
+	case o.Apply && !res.Success:
 		why = "the run failed, so --apply did not apply its changes"
 	}
-	printErr(s.err, "%s; they are kept: 'codeagent changes diff %s', 'codeagent changes apply %s'", why, k.ID, k.ID)
+	printKept(s, dataDir, why, k)
 	return out, nil
 }
 
-func refusedOnly(changes []workspace.Change, refused []workspace.Skipped) []workspace.Change {
-	r := map[string]bool{}
-	for _, x := range refused {
-		r[x.Path] = true
-	}
-	var out []workspace.Change
-	for _, c := range changes {
-		if r[c.Path] {
-			out = append(out, c)
-		}
-	}
-	return out
+// printKept is the line after a run whose changes are kept: where, and how
+// to apply or drop them.
+func printKept(s stdio, dataDir, why string, k *workspace.Kept) {
+	printErr(s.err, "%s; the run's %d change(s) are kept in %s: 'codeagent changes apply %s' applies them, 'codeagent changes rm %s' drops them ('codeagent changes diff %s' shows them)",
+		why, len(k.Changes), k.Dir(dataDir), k.ID, k.ID, k.ID)
 }
 
 // printChanges lists the changes with their sizes.
@@ -149,7 +151,11 @@ func printChanges(w io.Writer, out *folderOutcome) {
 		b.WriteString("(none)\n")
 	}
 	for _, c := range out.Changes {
-		fmt.Fprintf(&b, "%-8s %s (%s)\n", c.Kind, termtext.Name(c.Path), sandbox.FormatSize(c.Size))
+		fmt.Fprintf(&b, "%-8s %s (%s)", c.Kind, termtext.Name(c.Path), sandbox.FormatSize(c.Size))
+		if c.Sensitive != "" {
+			fmt.Fprintf(&b, " refused at apply: %s (--apply-sensitive %s applies it)", c.Sensitive, termtext.Name(c.Path))
+		}
+		b.WriteString("\n")
 	}
 	for _, sk := range out.Skipped {
 		fmt.Fprintf(&b, "skipped  %s: %s\n", termtext.Name(sk.Path), termtext.Name(sk.Reason))
@@ -186,8 +192,8 @@ func askApply(s stdio, out *folderOutcome, f *workspace.Folder, ws *workspace.Wo
 // (--file) or --no-folder.
 func folderFor(o *runOptions) (string, error) {
 	if o.Workdir != "" || o.Session != "" || len(o.Files) > 0 || o.NoFolder {
-		if o.Apply || o.Diff {
-			return "", usagef("--apply and --diff are for a run in the current folder: not with --workdir, --session, --file or --no-folder")
+		if o.Apply || o.Diff || len(o.ApplySensitive) > 0 {
+			return "", usagef("--apply, --apply-sensitive and --diff are for a run in the current folder: not with --workdir, --session, --file or --no-folder")
 		}
 		return "", nil
 	}
@@ -224,8 +230,7 @@ func (fin *folderFinish) keep(o runOptions, s stdio) {
 	if err == nil && len(changes) > 0 {
 		var k *workspace.Kept
 		if k, err = workspace.Keep(fin.dataDir, fin.f, fin.ws, o.Task, changes); err == nil {
-			printErr(s.err, "the folder is unchanged; the run's %d change(s) are kept: 'codeagent changes diff %s', 'codeagent changes apply %s'",
-				len(changes), k.ID, k.ID)
+			printKept(s, fin.dataDir, "the folder is unchanged", k)
 		}
 	}
 	if err != nil {

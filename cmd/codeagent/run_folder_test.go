@@ -121,6 +121,10 @@ func TestRunInFolderKeepsChangesUntilApplied(t *testing.T) {
 		t.Fatalf("no command to apply the kept changes:\n%s", stderr)
 	}
 	id := m[1]
+	// The line says where they are kept and how to drop them too.
+	if !strings.Contains(stderr, "kept in "+filepath.Join(data, "changes", id)) || !strings.Contains(stderr, "'codeagent changes rm "+id+"' drops them") {
+		t.Errorf("the kept line does not say where the changes are or how to drop them:\n%s", stderr)
+	}
 	code, stdout, stderr = runBinary(t, "", nil, "changes", "list", "--data-dir", data)
 	if code != 0 || !strings.Contains(stdout, id) || !strings.Contains(stdout, dir) {
 		t.Errorf("changes list: exit %d\n%s%s", code, stdout, stderr)
@@ -129,9 +133,20 @@ func TestRunInFolderKeepsChangesUntilApplied(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("todo\nmine\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
+	// All or none: the conflict on notes.txt applies nothing.
+	mine := treeLook(t, dir)
 	code, stdout, stderr = runBinary(t, "", nil, "changes", "apply", "--data-dir", data, id)
-	if code != 1 || !strings.Contains(stderr, "not applied: notes.txt: it changed in the folder since the run started") {
+	if code != 1 || !strings.Contains(stderr, "not applied: notes.txt: it changed in the folder since the run started") ||
+		!strings.Contains(stderr, "nothing was applied") {
 		t.Errorf("changes apply: exit %d, want 1 naming notes.txt\n%s%s", code, stdout, stderr)
+	}
+	if after := treeLook(t, dir); after != mine {
+		t.Fatalf("a refused apply changed the folder:\nbefore:\n%safter:\n%s", mine, after)
+	}
+	// The others alone, named.
+	code, stdout, stderr = runBinary(t, "", nil, "changes", "apply", "--data-dir", data, id, "report.txt", "old.txt")
+	if code != 0 || !strings.Contains(stdout, "applied  added    report.txt") || !strings.Contains(stdout, "applied  deleted  old.txt") {
+		t.Errorf("changes apply ID report.txt old.txt: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "todo\nmine\n" {
 		t.Errorf("the user's notes.txt was overwritten: %q", b)
@@ -142,10 +157,22 @@ func TestRunInFolderKeepsChangesUntilApplied(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "old.txt")); err == nil {
 		t.Error("old.txt was not removed")
 	}
-	// What was refused stays kept, alone.
+	// What was not applied stays kept, alone.
 	code, stdout, _ = runBinary(t, "", nil, "changes", "diff", "--data-dir", data, id)
-	if code != 0 || !strings.Contains(stdout, "modified notes.txt") || strings.Contains(stdout, "report.txt") {
+	if code != 0 || !strings.Contains(stdout, "modified notes.txt") || strings.Contains(stdout, "added    report.txt") || strings.Contains(stdout, "deleted  old.txt") {
 		t.Errorf("changes diff after a partial apply: exit %d\n%s", code, stdout)
+	}
+	// --force takes the run's notes.txt over the user's edit, and the set
+	// goes once all is applied.
+	code, stdout, stderr = runBinary(t, "", nil, "changes", "apply", "--data-dir", data, "--force", "notes.txt", id)
+	if code != 0 || !strings.Contains(stdout, "applied  modified notes.txt") {
+		t.Errorf("changes apply --force notes.txt: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "todo\nchecked\n" {
+		t.Errorf("forced notes.txt = %q", b)
+	}
+	if code, stdout, _ = runBinary(t, "", nil, "changes", "list", "--data-dir", data); strings.Contains(stdout, id) {
+		t.Errorf("an applied set is still listed:\n%s", stdout)
 	}
 	if code, _, stderr = runBinary(t, "", nil, "changes", "apply", "--data-dir", data, "../../etc"); code != 2 {
 		t.Errorf("an ID that is a path: exit %d\n%s", code, stderr)
@@ -153,11 +180,19 @@ func TestRunInFolderKeepsChangesUntilApplied(t *testing.T) {
 }
 
 // --apply applies a successful run's changes, and --json says what
-// happened to the folder.
+// happened to the folder. The program is codeagent's, not a change: the
+// user's own solution.py and test_solution.py stay as they are, and --out
+// gets the program as solution.py.
 func TestRunInFolderApply(t *testing.T) {
 	dir := userFolder(t)
+	for _, name := range []string{"solution.py", "test_solution.py"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("# the user's own "+name+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
 	_, flags := modelServer(t, pyAnswer(folderProgram))
-	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", t.TempDir(), "--json", "--apply"}, flags...),
+	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", t.TempDir(), "--json", "--apply", "--out", out}, flags...),
 		"--no-verify", "Sum the revenue in sales.csv into report.txt")...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
@@ -173,8 +208,8 @@ func TestRunInFolderApply(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	if !res.Success || !res.Folder.Applied || res.Folder.Dir != dir || len(res.Folder.Changes) != 4 {
-		t.Errorf("--json folder = %+v", res.Folder)
+	if !res.Success || !res.Folder.Applied || res.Folder.Dir != dir || len(res.Folder.Changes) != 3 {
+		t.Errorf("--json folder = %+v, want the 3 changes of the program's own", res.Folder)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "todo\nchecked\n" {
 		t.Errorf("notes.txt = %q", b)
@@ -182,8 +217,16 @@ func TestRunInFolderApply(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(dir, "notes.txt")); fi.Mode().Perm() != 0o640 {
 		t.Errorf("notes.txt's mode changed to %v", fi.Mode().Perm())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "solution.py")); err != nil {
-		t.Errorf("the program was not applied with its output: %v", err)
+	for _, name := range []string{"solution.py", "test_solution.py"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != "# the user's own "+name+"\n" {
+			t.Errorf("the user's %s = %q, %v", name, b, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "solution.py")); err != nil || string(b) != folderProgram {
+		t.Errorf("--out's solution.py = %q, %v; want the program", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".codeagent")); err == nil {
+		t.Error("codeagent's own directory reached the folder")
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, ".git/HEAD")); string(b) != "ref: refs/heads/main\n" {
 		t.Errorf(".git changed: %q", b)
@@ -316,7 +359,7 @@ print("done")
 	if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != "ok\n" {
 		t.Errorf("the legitimate change was not applied: %q", b)
 	}
-	for _, want := range []string{"skipped  notes.txt: symbolic link where the folder has a file", "skipped  .git/hooks/post-commit: the folder's .git is read-only"} {
+	for _, want := range []string{"skipped  notes.txt: symbolic link where the folder has a file", "skipped  .git/hooks/post-commit: git's files (.git) are read-only to runs"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
@@ -359,7 +402,7 @@ func TestRunInFolderInterruptedKeepsChanges(t *testing.T) {
 		t.Errorf("an interrupted run changed the folder:\n%s", after)
 	}
 	code, stdout, _ := runBinary(t, "", nil, "changes", "diff", "--data-dir", data, keptRE.FindStringSubmatch(errb.String())[1])
-	if code != 0 || !strings.Contains(stdout, "added    solution.py") {
+	if code != 0 || !strings.Contains(stdout, "added    report.txt") || strings.Contains(stdout, "solution.py") {
 		t.Errorf("changes diff: exit %d\n%s", code, stdout)
 	}
 }

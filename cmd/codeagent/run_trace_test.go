@@ -42,7 +42,7 @@ func TestRunTraceShowsLocals(t *testing.T) {
 				t.Fatalf("exit %d, %v\nstdout %s\nstderr %s", code, err, stdout, stderr)
 			}
 			failed := res.History[0].Result.Stderr
-			if !strings.HasSuffix(failed, "ZeroDivisionError: division by zero\n") || !strings.Contains(failed, `File "/workspace/solution.py", line 4, in average`) ||
+			if !strings.HasSuffix(failed, "ZeroDivisionError: division by zero\n") || !strings.Contains(failed, `File "/workspace/.codeagent/solution.py", line 4, in average`) ||
 				strings.Contains(failed, "<string>") {
 				t.Errorf("the failed attempt's stderr is not the program's traceback:\n%s", failed)
 			}

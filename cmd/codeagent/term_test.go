@@ -214,3 +214,70 @@ func TestControlCharacterNamesAreRefused(t *testing.T) {
 		t.Errorf("write_file: %v %s", res.IsError, toolText(res))
 	}
 }
+
+// concealProgram hides a line from the person at the terminal with SGR 8
+// (conceal), alone and among colours, split across writes, with leading
+// zeros; a grey (38;5;8) is a colour, not conceal.
+const concealProgram = `print("\x1b[8mhidden one\x1b[28m")
+print("\x1b[31;0", end="", flush=True)
+print("08mhidden two\x1b[0m")
+print("\x1b[38;5;8mgrey\x1b[0m")
+`
+
+// sgrParams lists the parameter lists of the SGR sequences in out.
+var sgrParams = regexp.MustCompile(`\x1b\[([0-9;:]*)m`)
+
+// concealed reports whether out holds an SGR sequence with parameter 8
+// outside a 38/48/58 colour.
+func concealed(out string) bool {
+	for _, m := range sgrParams.FindAllStringSubmatch(out, -1) {
+		ps := strings.Split(m[1], ";")
+		for i := 0; i < len(ps); i++ {
+			switch strings.TrimLeft(strings.SplitN(ps[i], ":", 2)[0], "0") {
+			case "8":
+				return true
+			case "38", "48", "58":
+				if !strings.Contains(ps[i], ":") && i+1 < len(ps) {
+					if ps[i+1] == "5" {
+						i += 2
+					} else if ps[i+1] == "2" {
+						i += 4
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestConcealedTextReachesNoTerminal: a program's SGR 8 does not reach
+// the terminal, from exec or from run, while its colours do; piped, exec
+// passes the program's bytes unchanged.
+func TestConcealedTextReachesNoTerminal(t *testing.T) {
+	prog := writeProgram(t, "conceal.py", concealProgram)
+	code, out := runOnPTY(t, "exec", "--backend", "namespace", prog)
+	if code != 0 {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	noControls(t, "exec", out)
+	if concealed(out) {
+		t.Errorf("exec passed SGR 8 to the terminal: %q", out)
+	}
+	for _, want := range []string{"hidden one\x1b[28m\n", "\x1b[31mhidden two", "\x1b[38;5;8mgrey"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal lacks %q:\n%q", want, out)
+		}
+	}
+	if code, stdout, _ := runBinary(t, "", nil, "exec", "--backend", "namespace", prog); code != 0 || !concealed(stdout) {
+		t.Errorf("piped, exec changed the program's output: exit %d %q", code, stdout)
+	}
+
+	_, flags := modelServer(t, pyAnswer(concealProgram))
+	code, out = runOnPTY(t, append(append([]string{"run"}, flags...), "--no-verify", "print something")...)
+	if code != 0 {
+		t.Fatalf("run: exit %d:\n%q", code, out)
+	}
+	if concealed(out) || !strings.Contains(out, "hidden one") || !strings.Contains(out, "\x1b[31mhidden two") {
+		t.Errorf("run showed the output concealed or without its colours: %q", out)
+	}
+}
