@@ -259,6 +259,11 @@ def _report(e):
     _send({"t": "error", "id": _state["id"], "ename": type(e).__name__, "evalue": _truncate(str(e), 4096)})
 
 
+# Cells import from the working directory (the workspace), as Python's
+# own interactive prompt and Jupyter do, not from this file's directory.
+if sys.path and sys.path[0] == os.path.dirname(_KERNEL):
+    sys.path[0] = ""
+
 _count = [0]
 _main = types.ModuleType("__main__")
 _ns = _main.__dict__

@@ -314,3 +314,15 @@ func TestSessionStart(t *testing.T) {
 		t.Fatalf("a second restart reported: %+v", r)
 	}
 }
+
+// A cell imports the workspace's own modules, as Python's prompt imports
+// from its working directory.
+func TestCellsImportTheWorkspacesModules(t *testing.T) {
+	s, ws := newSession(t, sandbox.Limits{})
+	if err := os.WriteFile(filepath.Join(ws, "helpers.py"), []byte("ANSWER = 42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, s, "import helpers\nhelpers.ANSWER", 30*time.Second); r.Status != sandbox.StatusOK || plain(r) != "42" {
+		t.Fatalf("status %s, value %q, stderr %q", r.Status, plain(r), r.Stderr)
+	}
+}

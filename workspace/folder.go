@@ -28,16 +28,16 @@ import (
 // change of another sensitive name (see Sensitive) is listed with the
 // reason and applied only when the person names it.
 
-// FolderLimits bound what a folder may hold to be offered to a run.
+// FolderLimits bound what a folder may hold to be offered to a run; a zero
+// field is no bound.
 type FolderLimits struct {
 	MaxEntries int   // files, and directories (counted apart)
 	MaxBytes   int64 // total size of the files
 }
 
-// DefaultFolderLimits: 10 000 files (and directories), 1 GiB.
-func DefaultFolderLimits() FolderLimits {
-	return FolderLimits{MaxEntries: 10000, MaxBytes: 1 << 30}
-}
+// DefaultFolderLimits: none. A folder is copied whole, however many files
+// it holds; what bounds it is the room for the copy (see CheckRoom).
+func DefaultFolderLimits() FolderLimits { return FolderLimits{} }
 
 // ErrFolderTooLarge is a folder over its FolderLimits.
 var ErrFolderTooLarge = errors.New("too large to offer to a run")
@@ -105,17 +105,17 @@ func ScanFolder(dir string, lim FolderLimits) (*Folder, error) {
 			return nil
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			if len(f.Dirs) >= lim.MaxEntries {
+			if lim.MaxEntries > 0 && len(f.Dirs) >= lim.MaxEntries {
 				return fmt.Errorf("folder %s holds more than %d directories: %w", dir, lim.MaxEntries, ErrFolderTooLarge)
 			}
 			f.Dirs = append(f.Dirs, rel)
 			return nil
 		}
-		if len(f.Files) >= lim.MaxEntries {
+		if lim.MaxEntries > 0 && len(f.Files) >= lim.MaxEntries {
 			return fmt.Errorf("folder %s holds more than %d files: %w", dir, lim.MaxEntries, ErrFolderTooLarge)
 		}
 		f.Bytes += st.Size
-		if f.Bytes > lim.MaxBytes {
+		if lim.MaxBytes > 0 && f.Bytes > lim.MaxBytes {
 			return fmt.Errorf("folder %s holds more than %s: %w", dir, sandbox.FormatSize(lim.MaxBytes), ErrFolderTooLarge)
 		}
 		f.Files[rel] = FolderFile{Size: st.Size, Mode: fs.FileMode(st.Mode & 0o7777), MTime: st.Mtim.Nano(),
@@ -233,7 +233,16 @@ func walkTree(d *os.File, visit func(rel string, st *unix.Stat_t) error) ([]Skip
 // which must not hold any of them yet. Modes keep only the permission
 // bits a file of a workspace may have (0755 or 0644); times are kept, so
 // that tools that look at them (make) see the folder's.
-func (f *Folder) Seed(w *Workspace) error {
+func (f *Folder) Seed(w *Workspace) error { return f.SeedWith(w, nil) }
+
+// SeedProgress is how far a Seed has come.
+type SeedProgress struct {
+	Files, TotalFiles int
+	Bytes, TotalBytes int64
+}
+
+// SeedWith is Seed, calling progress (when set) after each file copied.
+func (f *Folder) SeedWith(w *Workspace, progress func(SeedProgress)) error {
 	src, err := sandbox.OpenWorkspace(f.Dir)
 	if err != nil {
 		return fmt.Errorf("folder: %w", err)
@@ -252,12 +261,18 @@ func (f *Folder) Seed(w *Workspace) error {
 		dfd.Close()
 	}
 	f.seeded = make(map[string]seedID, len(f.Files))
+	p := SeedProgress{TotalFiles: len(f.Files), TotalBytes: f.Bytes}
 	for _, rel := range f.paths() {
 		id, err := seedOne(src, dst, rel, f.Files[rel])
 		if err != nil {
 			return fmt.Errorf("copy %s from the folder: %w", rel, err)
 		}
 		f.seeded[rel] = id
+		if progress != nil {
+			p.Files++
+			p.Bytes += f.Files[rel].Size
+			progress(p)
+		}
 	}
 	return nil
 }
@@ -331,6 +346,9 @@ func isGit(rel string) bool {
 	return never
 }
 
+// ignoredByRules is the reason a change to an ignored path is skipped.
+const ignoredByRules = "ignored by the folder's .gitignore: not offered"
+
 // gitReadOnly is the reason a change below .git is skipped.
 const gitReadOnly = "git's files (.git) are read-only to runs: never applied"
 
@@ -342,9 +360,10 @@ func change(rel, kind string, size int64) Change {
 
 // FolderChanges compares the workspace w, seeded from f, with what f held
 // when it was scanned: files added, modified (contents differ) and deleted,
-// sorted by path. Changes below .git (at any depth), links and special
-// files the program made are in skipped, never in the changes. At most lim.MaxEntries entries
-// of w are walked.
+// sorted by path. Changes below .git (at any depth), to what the folder's
+// ignore rules ignore (see Ignorer), links and special files the program
+// made are in skipped, never in the changes. At most the folder's entries
+// and lim.MaxEntries more are walked in w.
 func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skipped []Skipped, err error) {
 	lim = lim.withDefaults()
 	ws, err := sandbox.OpenWorkspace(w.Dir)
@@ -358,10 +377,11 @@ func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skip
 	}
 	defer src.Close()
 	seen := map[string]bool{}
-	n := 0
+	n, most := 0, len(f.Files)+len(f.Dirs)+lim.MaxEntries
+	ig := NewIgnorer(src)
 	wskipped, err := walkTree(ws, func(rel string, st *unix.Stat_t) error {
-		if n++; n > lim.MaxEntries {
-			return fmt.Errorf("the workspace holds more than %d entries: changes not listed", lim.MaxEntries)
+		if n++; n > most {
+			return fmt.Errorf("the workspace holds more than %d entries: changes not listed", most)
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			return nil
@@ -386,6 +406,10 @@ func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skip
 			skipped = append(skipped, Skipped{rel, gitReadOnly})
 			return nil
 		}
+		if ig.Ignored(rel, false) {
+			skipped = append(skipped, Skipped{rel, ignoredByRules})
+			return nil
+		}
 		changes = append(changes, change(rel, kind, st.Size))
 		return nil
 	})
@@ -407,6 +431,10 @@ func (f *Folder) FolderChanges(w *Workspace, lim Limits) (changes []Change, skip
 		}
 		if isGit(rel) {
 			skipped = append(skipped, Skipped{rel, gitReadOnly})
+			continue
+		}
+		if ig.Ignored(rel, false) {
+			skipped = append(skipped, Skipped{rel, ignoredByRules})
 			continue
 		}
 		changes = append(changes, change(rel, ChangeDeleted, f.Files[rel].Size))
@@ -459,4 +487,30 @@ func dirOf(rel string) string {
 		return d
 	}
 	return ""
+}
+
+// roomReserve is what a folder's copy leaves free on the disk it goes to:
+// the run's own writes, the store and other programs need room too.
+const roomReserve = 1 << 30
+
+// CheckRoom refuses, before anything is copied, a folder whose copy would
+// not fit on the file system of dir (where the run's workspace is made)
+// with roomReserve to spare: an error wrapping ErrFolderTooLarge that says
+// how much the folder holds and how much is free.
+func (f *Folder) CheckRoom(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("room for the folder's copy in %s: %w", dir, err)
+	}
+	entries := uint64(len(f.Files) + len(f.Dirs))
+	free := int64(st.Bavail) * int64(st.Bsize)
+	need := f.Bytes + int64(entries)*4096 + roomReserve
+	switch {
+	case need > free:
+		return fmt.Errorf("folder %s holds %s in %d files: its copy for the run does not fit in %s, which has %s free (%s kept in reserve): %w",
+			f.Dir, sandbox.FormatSize(f.Bytes), len(f.Files), dir, sandbox.FormatSize(free), sandbox.FormatSize(roomReserve), ErrFolderTooLarge)
+	case st.Files > 0 && entries+1000 > st.Ffree:
+		return fmt.Errorf("folder %s holds %d files and directories: %s has %d inodes free: %w", f.Dir, entries, dir, st.Ffree, ErrFolderTooLarge)
+	}
+	return nil
 }

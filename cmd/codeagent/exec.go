@@ -41,7 +41,13 @@ type execOptions struct {
 	Net       networkFlags
 	Backends  *backendFlags
 	Deps      depsFlags
-	DataDir   *string // where dependency environments are kept
+	DataDir   *string // where dependency environments and kept changes are
+	// The current folder (Folder, "" for none), copied into the
+	// workspace, whose changes are kept or applied (--apply).
+	Folder         string
+	NoFolder       bool
+	Apply          bool
+	ApplySensitive repeated
 }
 
 func cmdExec(ctx context.Context, s stdio, args []string) int {
@@ -56,7 +62,10 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit (default 256MiB)")
 	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores for all its processes together (default 1)")
 	sizeVar(fs, &o.Limits.Disk, "disk", boundDisk, "limit for the workspace's growth and /tmp (default 100MiB)")
-	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
+	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, written in place and kept afterwards (default: a copy of the current folder)")
+	fs.BoolVar(&o.NoFolder, "no-folder", false, "start from an empty workspace, not a copy of the current folder")
+	fs.BoolVar(&o.Apply, "apply", false, "apply the program's changes to the current folder when it succeeds (all or none; kept otherwise)")
+	fs.Var(&o.ApplySensitive, "apply-sensitive", "with --apply, apply this change of a sensitive name too (repeatable; see docs/RUN.md)")
 	fs.Var(envFlag(o.Env), "env", "set an environment variable K=V in the sandbox (repeatable)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object with the result")
 	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
@@ -76,6 +85,13 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 		o.Args = rest[2:]
 	}
 	o.File = fs.Arg(0)
+	if o.Workdir != "" || o.NoFolder {
+		if o.Apply || len(o.ApplySensitive) > 0 {
+			return usageLine(fs, s, "--apply and --apply-sensitive are for a program run in a copy of the current folder: not with --workdir or --no-folder")
+		}
+	} else if dir, err := os.Getwd(); err == nil {
+		o.Folder = dir
+	}
 	// The process ends right after the run: the kernel's teardown of the
 	// sandbox (unmounts, an inotify instance) is left to a child's exit
 	// rather than waited for in ours (see package lateclose).
@@ -84,33 +100,57 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	// One short process, a few MiB of heap: a collection during the run
 	// (one, 1-2 ms of CPU) frees nothing worth it.
 	debug.SetGCPercent(400)
-	res, err := runExec(ctx, o, s)
+	res, folder, err := runExec(ctx, o, s)
 	if code, ok := exitInterrupted(ctx, s.err, ""); ok {
 		return code
 	}
-	return execExit(s, o.JSON, res, err)
+	return execExit(s, o.JSON, res, folder, err)
 }
 
-// runExec runs one program and returns its result. Live output goes to s
-// unless o.JSON is set.
-func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error) {
+// runExec runs one program and returns its result and, for a program run
+// in a copy of the current folder, what became of its changes. Live
+// output goes to s unless o.JSON is set.
+func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, *folderOutcome, error) {
 	if err := checkWorkdir("workdir", o.Workdir); err != nil {
-		return sandbox.Result{}, err
+		return sandbox.Result{}, nil, err
 	}
 	code, language, err := readProgram(o, s.in)
 	if err != nil {
-		return sandbox.Result{}, err
+		return sandbox.Result{}, nil, err
 	}
+	res, fin, err := execIn(ctx, o, s, code, language)
+	if err != nil || fin == nil {
+		fin.close()
+		return res, nil, err
+	}
+	defer fin.close()
+	if ctx.Err() != nil { // interrupted: kept, never applied
+		fin.keepAs(execTask(o), "program", s)
+		return res, nil, nil
+	}
+	out, err := finishFolder(folderEnd{human: !o.JSON, list: s.err, apply: o.Apply, sensitive: o.ApplySensitive,
+		task: execTask(o), success: res.Status == sandbox.StatusOK, what: "program"}, s, fin.dataDir, fin.f, fin.ws)
+	return res, out, err
+}
+
+// execTask names an exec's kept changes.
+func execTask(o execOptions) string { return "codeagent exec " + o.File }
+
+// execIn runs the program code in its workspace: a copy of the current
+// folder (returned as fin, which the caller finishes and closes), the
+// --workdir, or an empty one.
+func execIn(ctx context.Context, o execOptions, s stdio, code []byte, language lang.Language) (sandbox.Result, *folderFinish, error) {
+	var err error
 	limits := sandbox.DefaultLimits()
 	backend := o.Backend
 	var m *manifest.Manifest
 	if o.Manifest != "" {
 		if m, err = manifest.Load(o.Manifest); err != nil {
-			return sandbox.Result{}, usageError{err}
+			return sandbox.Result{}, nil, usageError{err}
 		}
 		tool, err := m.ToolFor(language.Name)
 		if err != nil {
-			return sandbox.Result{}, usageError{err}
+			return sandbox.Result{}, nil, usageError{err}
 		}
 		limits = tool.Limits(limits)
 		if m.Agent.Backend != "" && o.Backend == "" {
@@ -120,32 +160,35 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	limits = limits.Overlay(o.Limits)
 	network, trust, err := o.Net.network(m)
 	if err != nil {
-		return sandbox.Result{}, err
+		return sandbox.Result{}, nil, err
 	}
 	depReq, err := o.Deps.request(false, deps.Request{})
 	if err != nil {
-		return sandbox.Result{}, err
+		return sandbox.Result{}, nil, err
 	}
 	depReq.CACerts = trust
 	if err := checkLanguage(depReq, language.Name); err != nil {
-		return sandbox.Result{}, err
+		return sandbox.Result{}, nil, err
 	}
-	// The workspace first: a refused --workdir is said before the sandbox
-	// starts.
-	ws, err := workspace.New(o.Workdir)
+	// The workspace first: a refused --workdir, or a folder that cannot be
+	// copied, is said before the sandbox starts.
+	fin, err := execWorkspace(o, s)
 	if err != nil {
-		if o.Workdir != "" {
-			err = usageError{err}
-		}
-		return sandbox.Result{}, err
+		return sandbox.Result{}, nil, err
 	}
-	defer ws.Close()
+	ws := fin.ws
+	keep := false
+	defer func() {
+		if !keep {
+			fin.close()
+		}
+	}()
 	sb, err := openBackend(backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Logger: newLogger(s.err)}))
 	if errors.Is(err, backends.ErrUnknown) {
-		return sandbox.Result{}, usageError{err}
+		return sandbox.Result{}, nil, usageError{err}
 	}
 	if err != nil {
-		return sandbox.Result{}, err
+		return sandbox.Result{}, nil, err
 	}
 	defer sb.Close()
 
@@ -166,13 +209,53 @@ func runExec(ctx context.Context, o execOptions, s stdio) (sandbox.Result, error
 	if !depReq.Empty() {
 		lease, err := execDependencies(ctx, o, s, sb, backend, depReq)
 		if err != nil {
-			return sandbox.Result{}, err
+			return sandbox.Result{}, nil, err
 		}
 		defer lease.Release()
 		lease.Apply(&spec)
 	}
-	return sb.Run(ctx, spec)
+	res, err := sb.Run(ctx, spec)
+	if fin.f == nil {
+		return res, nil, err
+	}
+	keep = true
+	return res, fin, err
 }
+
+// execWorkspace makes exec's workspace: the --workdir, an empty one, or a
+// copy of the current folder (fin.f set), with the data directory where
+// its changes are kept.
+func execWorkspace(o execOptions, s stdio) (*folderFinish, error) {
+	fin := &folderFinish{}
+	var err error
+	if o.Folder != "" {
+		dir := ""
+		if o.DataDir != nil {
+			dir = *o.DataDir
+		}
+		if fin.dataDir, err = resolveDataDir(dir, os.Getenv); err != nil {
+			return nil, err
+		}
+		if fin.f, err = offerFolder(o.Folder, os.TempDir(), s); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	if fin.ws, err = workspace.New(o.Workdir); err != nil {
+		if o.Workdir != "" {
+			err = usageError{err}
+		}
+		return nil, err
+	}
+	if fin.f != nil {
+		if err := seedFolder(fin.f, fin.ws, s); err != nil {
+			fin.close()
+			return nil, fmt.Errorf("copy the current folder: %w", err)
+		}
+	}
+	return fin, nil
+}
+
+
 
 // execDependencies returns the environment of req, installed first with
 // sb when need be, under the data directory.
@@ -258,7 +341,7 @@ func programName(file string, l lang.Language) string {
 }
 
 // execExit prints the outcome and returns the exit status.
-func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
+func execExit(s stdio, asJSON bool, res sandbox.Result, folder *folderOutcome, err error) int {
 	code := res.ExitStatus()
 	var setup *sandbox.SetupError
 	switch {
@@ -274,7 +357,10 @@ func execExit(s stdio, asJSON bool, res sandbox.Result, err error) int {
 	if asJSON {
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(res.JSON())
+		_ = enc.Encode(struct {
+			sandbox.ResultJSON
+			Folder *folderOutcome `json:"folder,omitempty"`
+		}{res.JSON(), folder})
 		if err != nil {
 			printErr(s.err, "%v", err)
 		}

@@ -29,6 +29,12 @@ type replOptions struct {
 	Backend   string
 	AllowWeak bool
 	Backends  *backendFlags // --image and the kubernetes backend's settings
+	// The current folder (Folder, "" for none), copied into the
+	// workspace; what the cells change is kept or applied at the end.
+	Folder         string
+	NoFolder       bool
+	Apply          bool
+	ApplySensitive repeated
 }
 
 func cmdRepl(ctx context.Context, s stdio, args []string) int {
@@ -47,6 +53,9 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one, or the session's)")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each cell (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of the kernel (default 512MiB)")
+	fs.BoolVar(&o.NoFolder, "no-folder", false, "start from an empty workspace, not a copy of the current folder")
+	fs.BoolVar(&o.Apply, "apply", false, "at the end, apply what the cells changed to the current folder (all or none; kept otherwise)")
+	fs.Var(&o.ApplySensitive, "apply-sensitive", "with --apply, apply this change of a sensitive name too (repeatable; see docs/RUN.md)")
 	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -56,6 +65,12 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 		return usageLine(fs, s, "repl takes no arguments, got %q", fs.Arg(0))
 	case o.Session != "" && o.Workdir != "":
 		return usageLine(fs, s, "--session and --workdir: a session has its own workspace, give one of them")
+	case (o.Session != "" || o.Workdir != "" || o.NoFolder) && (o.Apply || len(o.ApplySensitive) > 0):
+		return usageLine(fs, s, "--apply and --apply-sensitive are for a repl in a copy of the current folder: not with --session, --workdir or --no-folder")
+	case o.Session == "" && o.Workdir == "" && !o.NoFolder:
+		if dir, err := os.Getwd(); err == nil {
+			o.Folder = dir
+		}
 	}
 	o.DataDir = *dataDir
 	if err := checkWorkdir("workdir", o.Workdir); err != nil {
@@ -71,8 +86,9 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 // replSession is the repl's hold on its session (with --session): the
 // session's lease for the repl's life, and the recorder of its audit log.
 type replSession struct {
-	st  *store.Store
-	run *session.Run
+	st     *store.Store
+	run    *session.Run
+	folder *folderFinish // the copy of the current folder, when the workspace is one
 }
 
 func (r *replSession) close() {
@@ -86,9 +102,17 @@ func (r *replSession) close() {
 
 // replWorkspace is the repl's workspace: the session's (its lease taken
 // first), the directory given, or a temporary one.
-func replWorkspace(ctx context.Context, o replOptions, sb sandbox.Sandbox, log *slog.Logger) (*workspace.Workspace, *replSession, error) {
+func replWorkspace(ctx context.Context, o replOptions, s stdio, sb sandbox.Sandbox, log *slog.Logger) (*workspace.Workspace, *replSession, error) {
 	rs := &replSession{}
 	if o.Session == "" {
+		if o.Folder != "" {
+			fin, err := execWorkspace(execOptions{Folder: o.Folder, DataDir: &o.DataDir}, s)
+			if err != nil {
+				return nil, nil, err
+			}
+			rs.folder = fin
+			return fin.ws, rs, nil
+		}
 		ws, err := workspace.New(o.Workdir)
 		if err != nil && o.Workdir != "" {
 			err = usageError{err}
@@ -129,12 +153,28 @@ func runRepl(ctx context.Context, o replOptions, s stdio) error {
 		return err
 	}
 	defer sb.Close()
-	ws, rs, err := replWorkspace(ctx, o, sb, log)
+	ws, rs, err := replWorkspace(ctx, o, s, sb, log)
 	if err != nil {
 		return err
 	}
 	defer rs.close()
 	defer ws.Close()
+	err = replIn(ctx, o, s, sb, ws, rs)
+	if fin := rs.folder; fin != nil {
+		if ctx.Err() != nil {
+			fin.keepAs("codeagent repl", "repl", s) // interrupted: kept, never applied
+			return err
+		}
+		_, ferr := finishFolder(folderEnd{human: true, list: s.err, apply: o.Apply, sensitive: o.ApplySensitive,
+			task: "codeagent repl", success: err == nil, what: "repl", noAsk: true}, s, fin.dataDir, fin.f, fin.ws)
+		err = errors.Join(err, ferr)
+	}
+	return err
+}
+
+// replIn runs the repl's cells in ws until Ctrl-D, its kernel ended and
+// the terminal restored when it returns.
+func replIn(ctx context.Context, o replOptions, s stdio, sb sandbox.Sandbox, ws *workspace.Workspace, rs *replSession) error {
 	var rec *session.Recorder
 	if rs.run != nil {
 		// In a session, the kernel and each cell are in its audit log.
@@ -159,7 +199,10 @@ func runRepl(ctx context.Context, o replOptions, s stdio) error {
 		r.ed = &editor{keys: keyReader{src: r.keys}, out: s.err}
 	}
 	note := "removed at exit: use --session NAME or --workdir DIR to keep it"
-	if !ws.Temporary() {
+	switch {
+	case rs.folder != nil:
+		note = "a copy of " + rs.folder.f.Dir + ": what the cells change is listed at the end, and kept or applied (--apply)"
+	case !ws.Temporary():
 		note = "kept"
 	}
 	fmt.Fprintf(s.err, "codeagent repl: Python in the sandbox, state kept between cells; workspace %s (%s). Ctrl-D quits.\n",

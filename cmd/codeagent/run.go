@@ -309,7 +309,10 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 	var ws *workspace.Workspace
 	var folder *workspace.Folder
 	if o.Folder != "" {
-		folder = offerFolder(o.Folder, s)
+		if folder, err = offerFolder(o.Folder, os.TempDir(), s); err != nil {
+			run.Close()
+			return nil, nil, usageError{err}
+		}
 	}
 	if sess != nil {
 		ws, err = openSessionWorkspace(dataDir, sess.Name)
@@ -317,7 +320,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		ws, err = workspace.New(o.Workdir)
 	}
 	if err == nil && folder != nil {
-		if err = folder.Seed(ws); err != nil {
+		if err = seedFolder(folder, ws, s); err != nil {
 			ws.Close()
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/sandbox"
@@ -31,24 +32,26 @@ type folderOutcome struct {
 	Kept    string              `json:"kept,omitempty"` // the ID of the kept changes
 }
 
-// offerFolder scans the folder the run is started in. A folder that cannot
-// be offered (a system or home directory, too large, unreadable) is said
-// on stderr and the run starts from an empty workspace instead.
-func offerFolder(dir string, s stdio) *workspace.Folder {
-	notOffered := func(why error) *workspace.Folder {
-		printErr(s.err, "the current folder is not offered to the program: %v; give files with --file or a folder with --workdir", why)
-		return nil
-	}
+// offerFolder scans the folder a run, exec or repl is started in, for a
+// workspace to be made in wsBase. A system or home directory is not
+// offered: that is said on stderr and the program starts from an empty
+// workspace (nil, nil). A folder that cannot be read, or whose copy would
+// not fit (workspace.CheckRoom), is an error, before anything runs.
+func offerFolder(dir, wsBase string, s stdio) (*workspace.Folder, error) {
 	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return notOffered(err)
+	if err == nil {
+		err = workspace.CheckWorkdir(real)
 	}
-	if err := workspace.CheckWorkdir(real); err != nil {
-		return notOffered(err)
+	if err != nil {
+		printErr(s.err, "the current folder is not offered to the program: %v; give files with --file or a folder with --workdir", err)
+		return nil, nil
 	}
 	f, err := workspace.ScanFolder(real, workspace.DefaultFolderLimits())
+	if err == nil {
+		err = f.CheckRoom(wsBase)
+	}
 	if err != nil {
-		return notOffered(err)
+		return nil, fmt.Errorf("the current folder: %w (--no-folder runs without it)", err)
 	}
 	var held []string
 	for _, sk := range f.Skipped {
@@ -62,12 +65,51 @@ func offerFolder(dir string, s stdio) *workspace.Folder {
 		}
 		printErr(s.err, "not offered to the program, as they may hold secrets: %s (--no-folder --file FILE offers one)", strings.Join(held, ", "))
 	}
-	return f
+	return f, nil
 }
 
-// finishFolder lists the run's changes to the folder and applies them
-// (--apply after a success, or yes at the terminal), or keeps them.
-func finishFolder(o runOptions, s stdio, dataDir string, f *workspace.Folder, ws *workspace.Workspace, res *agent.Result) (*folderOutcome, error) {
+// seedFolder copies f into ws, saying on stderr how far it has come each
+// second when the copy takes longer than one.
+func seedFolder(f *workspace.Folder, ws *workspace.Workspace, s stdio) error {
+	start := time.Now()
+	next := start.Add(time.Second)
+	said := false
+	err := f.SeedWith(ws, func(p workspace.SeedProgress) {
+		if now := time.Now(); now.After(next) {
+			next = now.Add(time.Second)
+			said = true
+			printErr(s.err, "copying the folder into the run's workspace: %d of %d files, %s of %s", p.Files, p.TotalFiles,
+				sandbox.FormatSize(p.Bytes), sandbox.FormatSize(p.TotalBytes))
+		}
+	})
+	if said && err == nil {
+		printErr(s.err, "copied the folder (%d files, %s) in %.1f s", len(f.Files), sandbox.FormatSize(f.Bytes), time.Since(start).Seconds())
+	}
+	return err
+}
+
+// folderEnd is how a command ends its work in a folder (run, exec, repl).
+type folderEnd struct {
+	human     bool      // people read the output: the change list and lines are printed
+	list      io.Writer // where the change list goes (run: stdout; exec and repl: stderr)
+	diff      bool      // the diff after the list (--diff)
+	apply     bool      // --apply
+	sensitive []string  // --apply-sensitive
+	task      string    // what the kept changes are named by
+	success   bool      // --apply applies only after a success
+	what      string    // "run", "program": what failed, in the line that says so
+	noAsk     bool      // never ask at the terminal (the repl's reader still holds it)
+}
+
+// runEnd is a run's folderEnd.
+func runEnd(o runOptions, s stdio, res *agent.Result) folderEnd {
+	return folderEnd{human: !o.JSON && o.Events != "-", list: s.out, diff: o.Diff, apply: o.Apply,
+		sensitive: o.ApplySensitive, task: o.Task, success: res.Success, what: "run"}
+}
+
+// finishFolder lists the changes to the folder and applies them (--apply
+// after a success, or yes at the terminal), or keeps them.
+func finishFolder(e folderEnd, s stdio, dataDir string, f *workspace.Folder, ws *workspace.Workspace) (*folderOutcome, error) {
 	out := &folderOutcome{Dir: f.Dir}
 	var err error
 	out.Changes, out.Skipped, err = f.FolderChanges(ws, workspace.Limits{})
@@ -77,43 +119,43 @@ func finishFolder(o runOptions, s stdio, dataDir string, f *workspace.Folder, ws
 	if err != nil {
 		return out, fmt.Errorf("changes to %s: %w", f.Dir, err)
 	}
-	human := !o.JSON && o.Events != "-"
-	if human {
-		printChanges(s.out, out)
-		if o.Diff && len(out.Changes) > 0 {
+	human := e.human
+	if human && (len(out.Changes) > 0 || len(out.Skipped) > 0 || e.list == s.out) {
+		printChanges(e.list, out)
+		if e.diff && len(out.Changes) > 0 {
 			diff, err := workspace.Diff(f.Dir, ws.Dir, out.Changes)
 			if err != nil {
 				return out, err
 			}
-			io.WriteString(s.out, termtext.Text(diff))
+			io.WriteString(e.list, termtext.Text(diff))
 		}
 	}
-	if _, err := selectChanges(out.Changes, o.ApplySensitive, "--apply-sensitive "); err != nil {
+	if _, err := selectChanges(out.Changes, e.sensitive, "--apply-sensitive "); err != nil {
 		printErr(s.err, "%v", err)
 	}
 	if len(out.Changes) == 0 {
 		return out, nil
 	}
-	apply := o.Apply && res.Success
-	if !o.Apply && human && termtext.IsTerminal(s.in) && termtext.IsTerminal(s.err) {
+	apply := e.apply && e.success
+	if !e.apply && !e.noAsk && human && termtext.IsTerminal(s.in) && termtext.IsTerminal(s.err) {
 		apply = askApply(s, out, f, ws)
 	}
 	var applied *workspace.ApplyResult
 	if apply {
-		applied, err = workspace.Apply(f.Dir, ws.Dir, f.Files, out.Changes, workspace.ApplyOptions{Sensitive: o.ApplySensitive})
+		applied, err = workspace.Apply(f.Dir, ws.Dir, f.Files, out.Changes, workspace.ApplyOptions{Sensitive: e.sensitive})
 		if err != nil {
 			return out, err
 		}
 		out.Applied, out.Refused = applied.Complete(), applied.Refused
 		if out.Applied {
 			if human {
-				fmt.Fprintf(s.out, "applied %d change(s) to %s\n", len(applied.Applied)+len(applied.Already), termtext.Name(f.Dir))
+				fmt.Fprintf(e.list, "applied %d change(s) to %s\n", len(applied.Applied)+len(applied.Already), termtext.Name(f.Dir))
 			}
 			return out, nil
 		}
 	}
 	// What was not applied is kept, not lost.
-	k, err := workspace.Keep(dataDir, f, ws, o.Task, out.Changes)
+	k, err := workspace.Keep(dataDir, f, ws, e.task, out.Changes)
 	if err != nil {
 		return out, err
 	}
@@ -129,18 +171,18 @@ func finishFolder(o runOptions, s stdio, dataDir string, f *workspace.Folder, ws
 	switch {
 	case applied != nil && applied.Stopped:
 		why = "the folder is partly changed"
-	case o.Apply && !res.Success:
-		why = "the run failed, so --apply did not apply its changes"
+	case e.apply && !e.success:
+		why = "the " + e.what + " failed, so --apply did not apply its changes"
 	}
-	printKept(s, dataDir, why, k)
+	printKept(s, dataDir, why, e.what, k)
 	return out, nil
 }
 
-// printKept is the line after a run whose changes are kept: where, and how
-// to apply or drop them.
-func printKept(s stdio, dataDir, why string, k *workspace.Kept) {
-	printErr(s.err, "%s; the run's %d change(s) are kept in %s: 'codeagent changes apply %s' applies them, 'codeagent changes rm %s' drops them ('codeagent changes diff %s' shows them)",
-		why, len(k.Changes), k.Dir(dataDir), k.ID, k.ID, k.ID)
+// printKept is the line after a run (program, repl) whose changes are
+// kept: where, and how to apply or drop them.
+func printKept(s stdio, dataDir, why, what string, k *workspace.Kept) {
+	printErr(s.err, "%s; the %s's %d change(s) are kept in %s: 'codeagent changes apply %s' applies them, 'codeagent changes rm %s' drops them ('codeagent changes diff %s' shows them)",
+		why, what, len(k.Changes), k.Dir(dataDir), k.ID, k.ID, k.ID)
 }
 
 // printChanges lists the changes with their sizes.
@@ -217,20 +259,24 @@ func (fin *folderFinish) finish(o runOptions, s stdio, res *agent.Result) (*fold
 	if fin == nil || fin.f == nil {
 		return nil, nil
 	}
-	return finishFolder(o, s, fin.dataDir, fin.f, fin.ws, res)
+	return finishFolder(runEnd(o, s, res), s, fin.dataDir, fin.f, fin.ws)
 }
 
 // keep keeps the changes of a run that was interrupted, without asking,
 // and says where they are.
-func (fin *folderFinish) keep(o runOptions, s stdio) {
+func (fin *folderFinish) keep(o runOptions, s stdio) { fin.keepAs(o.Task, "run", s) }
+
+// keepAs keeps the changes of what (a run, a program, a repl) under the
+// name task, without asking.
+func (fin *folderFinish) keepAs(task, what string, s stdio) {
 	if fin == nil || fin.f == nil {
 		return
 	}
 	changes, _, err := fin.f.FolderChanges(fin.ws, workspace.Limits{})
 	if err == nil && len(changes) > 0 {
 		var k *workspace.Kept
-		if k, err = workspace.Keep(fin.dataDir, fin.f, fin.ws, o.Task, changes); err == nil {
-			printKept(s, fin.dataDir, "the folder is unchanged", k)
+		if k, err = workspace.Keep(fin.dataDir, fin.f, fin.ws, task, changes); err == nil {
+			printKept(s, fin.dataDir, "the folder is unchanged", what, k)
 		}
 	}
 	if err != nil {
