@@ -48,7 +48,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("exec", s)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|- [-- ARGS...]\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up, 2 for\nusage errors, 130 on Ctrl-C (143 on SIGTERM).\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	o := execOptions{Env: map[string]string{}}
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: from the file extension)")

@@ -18,7 +18,7 @@ func cmdLog(ctx context.Context, s stdio, args []string) int {
 	var f store.AuditFilter
 	fs.StringVar(&f.Session, "session", "", "only this session's records")
 	fs.StringVar(&f.Run, "run", "", "only this run's records: its ID, or the start of it that the RUN column shows")
-	fs.Var(sinceFlag{t: &f.Since, now: time.Now}, "since", "only records from this time on: an RFC 3339 time (2026-05-01T09:00:00Z) or how long\nago (90m, 2h, 7d)")
+	fs.Var(sinceFlag{t: &f.Since, now: time.Now}, "since", "only records from this time on: an RFC 3339 time (2026-05-01T09:00:00Z) or how long ago (2h, 7d)")
 	intVar(fs, &f.Tail, "tail", 0, 0, 1<<30, "only the last N records (of those the other flags select; 0: all)")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
 	verify := fs.Bool("verify", false, "check the hash chain of the whole log (the flags that select records do not apply)")

@@ -18,7 +18,7 @@ func cmdSessions(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("sessions", s)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: codeagent sessions list|show NAME|rm NAME|prune --older-than 7d [flags]\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	dir := dataDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
