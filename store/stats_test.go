@@ -36,24 +36,20 @@ func TestStatsOutsideSessions(t *testing.T) {
 	audit("mcp-abc", "mcp1", "run_task", map[string]any{"task": "t"})
 	run("mcp-abc", "mcp1", 2, true)
 	run("", "exec-1", 1, true) // an execution, not a run
-	sess, err := s.CreateSession(ctx, "sales", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	turnIn := func(name string) string {
+		t.Helper()
+		sess, err := s.CreateSession(ctx, name, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn, err := s.BeginTurn(ctx, sess.ID, "task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return turn.ID
 	}
-	turn, err := s.BeginTurn(ctx, sess.ID, "task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run("sales", turn.ID, 1, true) // a turn
-	gone, err := s.CreateSession(ctx, "mcp-gone", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, err := s.BeginTurn(ctx, gone.ID, "task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run("mcp-gone", old.ID, 1, true)
+	run("sales", turnIn("sales"), 1, true)       // a turn
+	run("mcp-gone", turnIn("mcp-gone"), 1, true) // a turn of a session then removed
 	if err := s.DeleteSession(ctx, "mcp-gone"); err != nil {
 		t.Fatal(err)
 	}

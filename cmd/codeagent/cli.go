@@ -44,7 +44,7 @@ func commands() []command {
 		{"eval", "measure the agent on a benchmark suite", cmdEval},
 		{"mcp", "serve the sandbox, checker and agent over MCP (stdio)", cmdMCP},
 		{"serve", "serve the HTTP API and the web page", cmdServe},
-		{"version", "print the version", cmdVersion},
+		{"version", "print the version and what it was built from (or codeagent --version)", cmdVersion},
 	}
 }
 

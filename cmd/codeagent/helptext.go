@@ -36,6 +36,6 @@ var helpTails = map[string]helpTail{
 	"eval":  {examples: []string{"codeagent eval --tasks humaneval.jsonl --base-url http://localhost:11434/v1 --model qwen2.5-coder"}},
 	"mcp":   {examples: []string{"codeagent mcp", "codeagent mcp --manifest codeagent.yaml"}},
 	"serve": {examples: []string{"codeagent serve", "codeagent serve --addr 127.0.0.1:8080 --workers 4"}},
-	"version": {examples: []string{"codeagent version", "codeagent --version"},
+	"version": {examples: []string{"codeagent version"},
 		exits: "Exit status: 0."},
 }
