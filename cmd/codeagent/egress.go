@@ -120,7 +120,7 @@ type ceilingFlags struct {
 
 func (c *ceilingFlags) register(fs *flag.FlagSet) {
 	fs.Var(allowFlag{&c.ceiling}, "egress-ceiling", "a host requests may let programs reach (repeatable; default: none, no network)")
-	sizeVar(fs, &c.maxBytes, "egress-max-bytes", sizeBounds{min: 1, max: 1 << 40}, "most bytes in and out of one program's connections a request may ask for (default 100MiB)")
+	sizeVar(fs, &c.maxBytes, "egress-max-bytes", sizeBounds{min: 1, max: 1 << 40}, "most bytes a request may let a program's connections move in and out (default 100MiB)")
 	fs.Var(resolveFlag{&c.resolve}, "egress-resolve", "for tests: resolve NAME to ADDR:PORT in every program (repeatable; in each result)")
 	fs.Var(&c.ca, "ca-cert", "also trust this PEM file's certificate authorities, in every program (repeatable)")
 }

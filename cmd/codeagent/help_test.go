@@ -168,6 +168,7 @@ func TestHelpBackendsPage(t *testing.T) {
 	block, _, ok2 := strings.Cut(block, "```\n")
 	_, _, help := runCLI(t, "", "help", "backends")
 	if !ok || !ok2 || block != help {
-		t.Errorf("docs/CLI.md's copy of codeagent help backends differs from it; it is:\n%s", help)
+		t.Errorf("docs/CLI.md's copy of codeagent help backends differs from it (put the output of\n"+
+			"go run ./cmd/codeagent help backends 2>&1 in its text block); it is:\n%s", help)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -259,7 +258,8 @@ func cmdHelp(ctx context.Context, s stdio, args []string) int {
 }
 
 // printTopic writes a help topic: its introduction and, in each section,
-// its flags as -h would show them, after the commands that take them.
+// its flags as -h would show them, under the commands that take them (a
+// flag whose usage differs between commands once for each).
 func printTopic(w io.Writer, name string, t helpTopic) {
 	fmt.Fprintf(w, "usage: codeagent help %s\n\n%s\n", name, t.intro)
 	cs := commands()
@@ -270,30 +270,33 @@ func printTopic(w io.Writer, name string, t helpTopic) {
 	}
 	for _, sec := range t.sections {
 		fmt.Fprintf(w, "\n%s (%s)\n", sec.title, sec.docs)
-		var group []*flag.Flag
-		takers, last := "", ""
+		var takers []string                 // in the order they first take a flag
+		groups := map[string][]*flag.Flag{} // takers: their flags
 		for _, n := range sec.flags {
-			var f *flag.Flag
-			var by []string
+			var seen []*flag.Flag // one of each usage
+			by := map[*flag.Flag][]string{}
 			for i, c := range cs {
-				if g := sets[i].Lookup(n); g != nil {
-					f = cmp.Or(f, g)
-					by = append(by, c.name)
+				g := sets[i].Lookup(n)
+				if g == nil {
+					continue
 				}
+				j := slices.IndexFunc(seen, func(f *flag.Flag) bool { return f.Usage == g.Usage && f.DefValue == g.DefValue })
+				if j < 0 {
+					seen, j = append(seen, g), len(seen)
+				}
+				by[seen[j]] = append(by[seen[j]], c.name)
 			}
-			if f == nil {
-				continue
+			for _, f := range seen {
+				k := strings.Join(by[f], ", ")
+				if _, ok := groups[k]; !ok {
+					takers = append(takers, k)
+				}
+				groups[k] = append(groups[k], f)
 			}
-			if takers = strings.Join(by, ", "); takers != last && len(group) > 0 {
-				fmt.Fprintf(w, "taken by %s:\n", last)
-				writeFlags(w, group, headWidth(group, 40))
-				group = nil
-			}
-			group, last = append(group, f), takers
 		}
-		if len(group) > 0 {
-			fmt.Fprintf(w, "taken by %s:\n", last)
-			writeFlags(w, group, headWidth(group, 40))
+		for _, k := range takers {
+			fmt.Fprintf(w, "taken by %s:\n", k)
+			writeFlags(w, groups[k], headWidth(groups[k], 40))
 		}
 	}
 }
