@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -99,11 +100,39 @@ func appendAudit(ctx context.Context, tx *sql.Tx, session, runID string, runSeq 
 
 // AuditLog returns the records of one session, or of all when session is "".
 func (s *Store) AuditLog(ctx context.Context, session string) ([]Record, error) {
-	q := `SELECT seq, ts, session, run_id, run_seq, kind, data, prev_hash, hash FROM audit`
+	return s.AuditRecords(ctx, AuditFilter{Session: session})
+}
+
+// AuditFilter selects records of the audit log; its zero value selects
+// them all.
+type AuditFilter struct {
+	Session string    // the session's name; "" for every session
+	Run     string    // a run's ID or the start of one (the 8 characters `codeagent log` shows); "" for every run
+	Since   time.Time // records at or after this time; zero for the whole log
+	Tail    int       // the last Tail records of those selected; 0 for all
+}
+
+// AuditRecords returns the records f selects, oldest first.
+func (s *Store) AuditRecords(ctx context.Context, f AuditFilter) ([]Record, error) {
+	var where []string
 	var args []any
-	if session != "" {
-		q += ` WHERE session = ?`
-		args = append(args, session)
+	if f.Session != "" {
+		where, args = append(where, `session = ?`), append(args, f.Session)
+	}
+	if f.Run != "" {
+		where, args = append(where, `substr(run_id, 1, length(?)) = ?`), append(args, f.Run, f.Run)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, `ts >= ?`), append(args, f.Since.UnixMilli())
+	}
+	q := `SELECT seq, ts, session, run_id, run_seq, kind, data, prev_hash, hash FROM audit`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	if f.Tail > 0 {
+		// The newest Tail, in the log's order again.
+		q = `SELECT * FROM (` + q + ` ORDER BY seq DESC LIMIT ?)`
+		args = append(args, f.Tail)
 	}
 	rows, err := s.db.QueryContext(ctx, q+` ORDER BY seq`, args...)
 	if err != nil {

@@ -53,9 +53,7 @@ type approvalFlags struct {
 }
 
 func (a *approvalFlags) register(fs *flag.FlagSet) {
-	fs.Var(approveFlag{&a.Approve}, "approve", "ask at the terminal before each program runs: y run, n reject (with a reason for the model),\n"+
-		"e edit in $EDITOR, a approve the rest, q stop; --approve=on-finding asks only when the checker\n"+
-		"or the reviewer raised something or a program asks for a host or package beyond its permissions")
+	fs.Var(approveFlag{&a.Approve}, "approve", "ask at the terminal before each program runs (=on-finding: only when something was found)")
 	a.Review = addReviewFlags(fs)
 }
 

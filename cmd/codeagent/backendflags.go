@@ -19,20 +19,19 @@ type backendFlags struct {
 // alike: --backend (into backend), --allow-weak-isolation (into weak) and
 // the backend's own flags.
 func addSandboxFlags(fs *flag.FlagSet, backend *string, weak *bool) *backendFlags {
-	fs.StringVar(backend, "backend", "", "sandbox backend: auto (namespace), namespace, docker or kubernetes\n"+
-		"(default auto; with a manifest, its agent.backend)")
+	fs.StringVar(backend, "backend", "", "sandbox backend: auto, namespace, docker or kubernetes (default: the manifest's, else auto)")
 	fs.BoolVar(weak, "allow-weak-isolation", false, weakIsolationUsage)
 	return addBackendFlags(fs)
 }
 
 func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	b := &backendFlags{}
-	fs.StringVar(&b.Image, "image", "", "docker and kubernetes backends: the sandbox image (default codeagent-sandbox:latest)")
-	fs.StringVar(&b.Kube.Kubeconfig, "kubeconfig", "", "kubernetes backend: kubeconfig file (default $KUBECONFIG, in-cluster, ~/.kube/config)")
-	fs.StringVar(&b.Kube.Namespace, "namespace", "", "kubernetes backend: namespace of the sandbox Pods (default the kubeconfig's, or the server Pod's own)")
-	fs.StringVar(&b.Kube.RuntimeClass, "runtime-class", "", "kubernetes backend: the Pods' runtime class, e.g. gvisor or kata, or default for the node's runtime\n"+
+	fs.StringVar(&b.Image, "image", "", "docker and kubernetes: the sandbox image (default codeagent-sandbox:latest)")
+	fs.StringVar(&b.Kube.Kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, in-cluster, ~/.kube/config)")
+	fs.StringVar(&b.Kube.Namespace, "namespace", "", "kubernetes: the sandbox Pods' namespace (default the kubeconfig's, or the server Pod's own)")
+	fs.StringVar(&b.Kube.RuntimeClass, "runtime-class", "", "kubernetes: the Pods' runtime class, e.g. gvisor or kata, or default for the node's runtime\n"+
 		"(default codeagent where the cluster has it)")
-	fs.StringVar(&b.Kube.SeccompProfile, "seccomp-profile", "", "kubernetes backend: a Localhost seccomp profile in the kubelet's seccomp directory, or RuntimeDefault\n"+
+	fs.StringVar(&b.Kube.SeccompProfile, "seccomp-profile", "", "kubernetes: a Localhost seccomp profile in the kubelet's directory, or RuntimeDefault\n"+
 		"(default codeagent.json where the node has it; docs/KUBERNETES.md)")
 	return b
 }
@@ -47,8 +46,7 @@ func (b *backendFlags) options(o backends.Options) backends.Options {
 }
 
 // weakIsolationUsage is the help of --allow-weak-isolation.
-const weakIsolationUsage = "run where isolation is weaker than required: rlimits where cgroups are missing; kubernetes Pods\n" +
-	"where the isolation probe found something not refused (each result and audit record says what)"
+const weakIsolationUsage = "accept isolation weaker than required (rlimits without cgroups, Pods failing the probe)"
 
 // openBackend opens the sandbox of every command: backends.Open, which a
 // test replaces to see what each door asks of the sandbox.

@@ -49,14 +49,14 @@ func cmdCheck(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("check", s)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: codeagent check [--json] [--policy FILE] [--lang L] [--max-size SIZE] FILE...\n\nStatically check code for unsafe constructs before it runs. Exit status: 0 when\nevery file is clean, 1 when there are findings (a syntax error is one, and so is\na file too large or complex to check), 2 for usage errors, 130 on Ctrl-C.\nLint warnings (undefined names, unused imports, ...; \"warning\" in the output,\nkind \"lint\" in --json) are shown but do not change the exit status.\nFILE - reads standard input and needs --lang.\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	o := checkOptions{Stdin: s.in}
 	fs.BoolVar(&o.JSON, "json", false, `print {"files":[{"file","safe","findings":[...],"lint":[...]}]}`)
 	fs.StringVar(&o.PolicyFile, "policy", "", "YAML policy decoded on top of the built-in one")
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: from each file's extension)")
 	sizeVar(fs, &o.MaxSize, "max-size", sizeBounds{min: 1 << 10, max: safety.MaxInputLimit},
-		"largest file checked; a larger one is a finding, read no further (default 4MiB, or the policy's max_input_bytes)")
+		"largest file checked; a larger one is a finding (default 4MiB, or the policy's max_input_bytes)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}

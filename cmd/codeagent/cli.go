@@ -37,14 +37,14 @@ func commands() []command {
 		{"doctor", "show which isolation mechanisms this host offers", cmdDoctor},
 		{"check", "statically check code for unsafe constructs", cmdCheck},
 		{"sessions", "list, show, remove or prune sessions", cmdSessions},
-		{"changes", "list, show or apply the changes runs kept for their folders", cmdChanges},
+		{"changes", "list, diff, apply or remove the changes runs kept for their folders", cmdChanges},
 		{"envs", "list or remove the dependency environments installed for programs", cmdEnvs},
 		{"log", "show or verify the audit log", cmdLog},
-		{"stats", "summarise attempts, successes and time per session", cmdStats},
+		{"stats", "summarise attempts, successes and time of every run, per session", cmdStats},
 		{"eval", "measure the agent on a benchmark suite", cmdEval},
 		{"mcp", "serve the sandbox, checker and agent over MCP (stdio)", cmdMCP},
 		{"serve", "serve the HTTP API and the web page", cmdServe},
-		{"version", "print the version", cmdVersion},
+		{"version", "print the version and what it was built from (or codeagent --version)", cmdVersion},
 	}
 }
 
@@ -68,12 +68,14 @@ func resolveTempDir() error {
 
 // run dispatches args to a subcommand and returns the process exit code.
 func run(ctx context.Context, args []string, s stdio) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
 		usage(s.err)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+		return exitUsage
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help":
+		return cmdHelp(ctx, s, args[1:])
+	case args[0] == "--version" || args[0] == "-version":
+		return cmdVersion(ctx, s, args[1:])
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -98,7 +100,17 @@ func usage(w io.Writer) {
 	for _, c := range cs {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nRun 'codeagent COMMAND -h' for a command's flags.\n")
+	b.WriteString("\nhelp topics:\n")
+	topics := make([]string, 0, len(helpTopics))
+	for t := range helpTopics {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, t := range topics {
+		fmt.Fprintf(&b, "  %-10s %s\n", t, helpTopics[t].summary)
+	}
+	b.WriteString("\nRun 'codeagent help COMMAND' (or 'codeagent COMMAND -h') for a command's flags, 'codeagent help TOPIC'\n" +
+		"for a topic, 'codeagent --version' for the version.\n")
 	io.WriteString(w, b.String())
 }
 
@@ -116,8 +128,9 @@ func newFlagSet(name string, s stdio) *flag.FlagSet {
 			}
 		}
 		fmt.Fprintf(fs.Output(), "usage: codeagent %s [flags]\n\n%sflags:\n", name, summary)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
+	madeFlagSet(fs)
 	return fs
 }
 

@@ -23,11 +23,11 @@ type depsFlags struct {
 }
 
 func (d *depsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.Requirements, "requirements", "", "install the Python packages of this requirements file (pip's format) first, in a sandbox of their own; cached")
+	fs.StringVar(&d.Requirements, "requirements", "", "first install the packages of this pip requirements file, in a sandbox of their own; cached")
 	fs.Var(&d.Packages, "require", "install this Python package first, e.g. seaborn==0.13.2 (repeatable)")
 	fs.StringVar(&d.IndexURL, "index-url", "", "the package index (PEP 503 simple API) to install from (default "+deps.DefaultIndexURL+")")
 	fs.StringVar(&d.FindLinks, "find-links", "", "install from this directory of wheels instead, with no network at all")
-	fs.BoolVar(&d.AllowSource, "allow-source-builds", false, "let source distributions build and npm install scripts run (inside the install's sandbox); wheels only and no scripts otherwise")
+	fs.BoolVar(&d.AllowSource, "allow-source-builds", false, "let sdists build and npm install scripts run, in the install's sandbox (default: neither)")
 	fs.Var(&d.JSPackages, "require-js", "install this npm package first, e.g. lodash@4.17.21 (repeatable; JavaScript programs)")
 	fs.StringVar(&d.NPMRegistry, "npm-registry", "", "the npm registry to install from (default "+deps.DefaultNPMRegistry+")")
 }

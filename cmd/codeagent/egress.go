@@ -23,10 +23,10 @@ type networkFlags struct {
 }
 
 func (n *networkFlags) register(fs *flag.FlagSet) {
-	fs.Var(allowFlag{&n.allow}, "allow-host", "let programs reach HOST[:PORT] through codeagent's proxy (repeatable; *.example.com for names below; no port: 80 and 443)")
+	fs.Var(allowFlag{&n.allow}, "allow-host", "let programs reach HOST[:PORT] (repeatable; *.example.com for subdomains; no port: 80, 443)")
 	sizeVar(fs, &n.maxBytes, "egress-max-bytes", sizeBounds{min: 1, max: 1 << 40}, "bytes in and out of one program's connections together (default 100MiB)")
-	fs.Var(resolveFlag{&n.resolve}, "egress-resolve", "for tests: map NAME to ADDR:PORT instead of DNS, like curl's --resolve (repeatable; recorded with the result)")
-	fs.Var(&n.ca, "ca-cert", "trust the certificate authorities of this PEM file too, for this run's HTTPS and package installs (repeatable; the host's are always trusted)")
+	fs.Var(resolveFlag{&n.resolve}, "egress-resolve", "for tests: resolve NAME to ADDR:PORT, as curl's --resolve (repeatable; in the result)")
+	fs.Var(&n.ca, "ca-cert", "also trust the certificate authorities of this PEM file, in HTTPS and installs (repeatable)")
 }
 
 // network is the network of a Spec: the --allow-host list, which must stay
@@ -119,10 +119,10 @@ type ceilingFlags struct {
 }
 
 func (c *ceilingFlags) register(fs *flag.FlagSet) {
-	fs.Var(allowFlag{&c.ceiling}, "egress-ceiling", "HOST[:PORT] that requests may let programs reach (repeatable); a request's allow list must stay within these (default: none, no network)")
-	sizeVar(fs, &c.maxBytes, "egress-max-bytes", sizeBounds{min: 1, max: 1 << 40}, "most bytes in and out of one program's connections a request may ask for (default 100MiB)")
-	fs.Var(resolveFlag{&c.resolve}, "egress-resolve", "for tests: map NAME to ADDR:PORT instead of DNS for every program (repeatable; recorded with each result)")
-	fs.Var(&c.ca, "ca-cert", "trust the certificate authorities of this PEM file too, in every program's HTTPS and package install (repeatable; the host's are always trusted; clients cannot add any)")
+	fs.Var(allowFlag{&c.ceiling}, "egress-ceiling", "a host requests may let programs reach (repeatable; default: none, no network)")
+	sizeVar(fs, &c.maxBytes, "egress-max-bytes", sizeBounds{min: 1, max: 1 << 40}, "most bytes a request may let a program's connections move in and out (default 100MiB)")
+	fs.Var(resolveFlag{&c.resolve}, "egress-resolve", "for tests: resolve NAME to ADDR:PORT in every program (repeatable; in each result)")
+	fs.Var(&c.ca, "ca-cert", "also trust this PEM file's certificate authorities, in every program (repeatable)")
 }
 
 // resolveMap checks the flags together and returns the resolve overrides.

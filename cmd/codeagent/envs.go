@@ -29,7 +29,7 @@ until the rest take at most --max (all when 0). An environment an execution
 is using is never removed.
 
 flags:`)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	dir := dataDirFlag(fs)
 	asJSON := fs.Bool("json", false, "with list: print JSON")

@@ -54,7 +54,7 @@ func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("exec", s)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|- [-- ARGS...]\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up, 2 for\nusage errors, 130 on Ctrl-C (143 on SIGTERM).\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	o := execOptions{Env: map[string]string{}}
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: from the file extension)")
@@ -254,8 +254,6 @@ func execWorkspace(o execOptions, s stdio) (*folderFinish, error) {
 	}
 	return fin, nil
 }
-
-
 
 // execDependencies returns the environment of req, installed first with
 // sb when need be, under the data directory.

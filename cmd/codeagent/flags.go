@@ -79,7 +79,8 @@ func (f durationFlag) Set(s string) error {
 	return nil
 }
 
-// sizeBounds are the byte sizes a size flag accepts.
+// sizeBounds are the byte sizes a size flag accepts: 0 only when min is
+// 0 (envs prune --max 0: every environment not in use).
 type sizeBounds struct{ min, max int64 }
 
 // sizeFlag is a byte size flag such as --memory 256MiB.
@@ -105,7 +106,7 @@ func (f sizeFlag) Set(s string) error {
 	switch {
 	case err != nil:
 		return err
-	case v <= 0:
+	case v <= 0 && f.b.min > 0:
 		return fmt.Errorf("size must be positive")
 	case v < f.b.min:
 		return fmt.Errorf("%s is less than the least this flag accepts, %s", sandbox.FormatSize(v), sandbox.FormatSize(f.b.min))

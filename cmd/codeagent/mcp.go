@@ -34,7 +34,7 @@ func cmdMCP(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("mcp", s)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: codeagent mcp [flags]\n\nServe the sandbox, the checker and the agent as MCP tools over stdio (standard\ninput and output carry the protocol; logs go to standard error). See docs/MCP.md.\nExit status: 0 when the client leaves, 2 for usage or configuration errors, 125 when\nthe sandbox could not be set up, 1 otherwise.\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	o := mcpOptions{Getenv: os.Getenv}
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest: the tools and languages offered, their limits, the policy and run limits")

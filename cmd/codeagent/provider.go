@@ -29,7 +29,7 @@ func addProviderFlags(fs *flag.FlagSet) *providerFlags {
 	f := &providerFlags{}
 	fs.StringVar(&f.provider, "provider", "", "model provider: "+strings.Join(llm.ProviderNames(), " or ")+" (env "+llm.EnvProvider+"; default openai)")
 	fs.StringVar(&f.model, "model", "", "model name (env "+llm.EnvModel+")")
-	fs.StringVar(&f.baseURL, "base-url", "", "API base URL, e.g. http://localhost:11434/v1 for Ollama (env "+llm.EnvOpenAIBaseURL+"); a local URL needs no key")
+	fs.StringVar(&f.baseURL, "base-url", "", "API base URL (env "+llm.EnvOpenAIBaseURL+"), e.g. http://localhost:11434/v1; a local one needs no key")
 	durationVar(fs, &f.timeout, "llm-timeout", 0, boundRequestTime, "time limit for one model request (default 5m)")
 	sizeVar(fs, &f.maxAnswer, "max-answer", sizeBounds{min: 1 << 10, max: llm.MaxAnswerLimit},
 		"largest model answer read; a larger one is cut off and the attempt fails (default 1MiB)")

@@ -45,7 +45,7 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 			"figures left open are saved in the\nworkspace as figure-N.png. Ctrl-C interrupts a cell, Ctrl-D quits.\n"+
 			"Exit status: 0 on Ctrl-D, 2 for usage errors, 75 when the session is in use by another\n"+
 			"process, 125 when the sandbox could not be set up, 1 otherwise.\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	var o replOptions
 	fs.StringVar(&o.Session, "session", "", "work in this session's workspace (created if new), as run --session")

@@ -18,8 +18,8 @@ type reviewFlags struct{ o app.ReviewOptions }
 func addReviewFlags(fs *flag.FlagSet) *reviewFlags {
 	f := &reviewFlags{}
 	fs.StringVar(&f.o.Model, "review-model", "", "a reviewer model that judges each program before it runs (default: none)")
-	fs.StringVar(&f.o.BaseURL, "review-base-url", "", "the reviewer's API base URL (default: the main model's); its key comes from "+app.EnvReviewAPIKey)
-	fs.StringVar(&f.o.Provider, "review-provider", "", "the reviewer's provider, with its own endpoint: "+strings.Join(llm.ProviderNames(), " or ")+" (default: the main model's)")
+	fs.StringVar(&f.o.BaseURL, "review-base-url", "", "the reviewer's API base URL (default: the main model's; its key: "+app.EnvReviewAPIKey+")")
+	fs.StringVar(&f.o.Provider, "review-provider", "", "with --review-base-url: its provider, "+strings.Join(llm.ProviderNames(), " or ")+" (default: the main model's)")
 	return f
 }
 

@@ -91,7 +91,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("run", s)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: codeagent run [flags] \"TASK\"\n\nTurn a task into working code: generate, check, run in the sandbox, verify, debug.\nExit status: 0 on success, 1 when the task was not achieved within the budget,\n2 for usage or configuration errors, 3 when the model provider failed, 75 when\nthe session is in use by another process, 125 when the sandbox could not be set\nup, 130 on Ctrl-C (143 on SIGTERM).\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	o := runOptions{Getenv: os.Getenv}
 	o.Provider = addProviderFlags(fs)
@@ -99,21 +99,18 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	intVar(fs, &o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, 0, 100, "failed repairs in a row before starting afresh from the task (0: never)")
 	fs.Var((*repeated)(&o.Files), "file", "copy an input file into the workspace (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
-	fs.StringVar(&o.Out, "out", "", "copy the files the program created (and the program, when it succeeded) to this directory;\n"+
-		"a file already there is not replaced (see --force)")
+	fs.StringVar(&o.Out, "out", "", "copy the files the program created, and the program if it succeeded, to this directory")
 	fs.BoolVar(&o.Force, "force", false, "with --out: replace files already in the directory")
 	fs.BoolVar(&o.Apply, "apply", false, "apply the run's changes to the current folder without asking (after a success)")
 	fs.Var((*repeated)(&o.ApplySensitive), "apply-sensitive", "with a folder: apply the change at PATH although its name is refused by default, as .npmrc or .vscode/ (repeatable; never .git)")
 	fs.BoolVar(&o.Diff, "diff", false, "show a unified diff of the run's changes to the current folder")
 	fs.BoolVar(&o.NoFolder, "no-folder", false, "do not offer the current folder to the program: start from an empty workspace")
-	fs.BoolVar(&o.Tests, "tests", false, "test-driven: have the model write tests first (pytest; node --test for javascript; go test for go), then code until they pass")
-	fs.StringVar(&o.TestFile, "test-file", "", "tests to pass (pytest, importing from solution; node --test for a .js file, requiring ./solution.js;\n"+
-		"go test for a _test.go file, in package main beside solution.go); success means they pass")
-	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: passing tests must run at least this percent of the program's statements (python, go)")
+	fs.BoolVar(&o.Tests, "tests", false, "test-driven: the model writes tests first (pytest, node --test, go test), then the code")
+	fs.StringVar(&o.TestFile, "test-file", "", "tests to pass: pytest importing solution, node --test requiring ./solution.js, or go test")
+	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: the least percent of statements the tests must run (python, go)")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
 	fs.BoolVar(&o.NoTrace, "no-trace", false, "do not show the model the values a failing Python program's last frames held")
-	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: the one the task names, as in \"a bash script\",\n"+
-		"\"in JavaScript\", \"a Go program\" or \"main.js\"; else the manifest's only tool language; else python)")
+	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: the one the task names, else python)")
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each program run (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of each program run (default 256MiB)")
 	fs.Var(cpusFlag{&o.Limits.CPUs}, "cpus", "CPU limit in cores of each program run (default 1)")
@@ -125,7 +122,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.Wait, "wait", false, "with --session: wait while another process runs the session instead of failing")
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
-	fs.StringVar(&o.Mode, "mode", agent.ModeAuto, "tools (the model calls execute_python and the workspace's files), program (it writes whole programs) or auto (tools when the endpoint takes them)")
+	fs.StringVar(&o.Mode, "mode", agent.ModeAuto, "tools (the model calls tools), program (it writes whole programs) or auto")
 	intVar(fs, &o.MaxSteps, "max-steps", agent.DefaultMaxSteps, 1, 200, "tool calls in tool mode, within --max-iterations verification rounds")
 	o.Net.register(fs)
 	o.Deps.register(fs)

@@ -63,7 +63,7 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 		fmt.Fprintln(s.err, "usage: codeagent serve [flags]\n\nServe the HTTP API (/v1, described at /v1/openapi.yaml) and the web page (/).\nAPI keys (name:token) come from --keys-file and "+envAPIKeys+". Without keys the\nserver listens only on a loopback address and makes a token at each start, which every\nrequest needs: it prints the page's address with the token, and keeps the token in\nDATA/"+tokenFileName+" (mode 0600) for programs: curl -H \"Authorization: Bearer $(cat DATA/"+tokenFileName+")\".\n"+
 			"Exit status: 0 after a clean shutdown (SIGINT, SIGTERM), 2 for usage or configuration errors,\n"+
 			"125 when the sandbox could not be set up, 1 otherwise; HTTP statuses: docs/SERVER.md#errors.\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	o := serveOptions{Getenv: os.Getenv, MaxUpload: 100 << 20, SessionMaxBytes: server.DefaultSessionMaxBytes}
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address to listen on")
@@ -88,16 +88,16 @@ func cmdServe(ctx context.Context, s stdio, args []string) int {
 	fs.IntVar(&o.Queue, "queue", 0, "executions that may wait for a worker before 429 (default 4 × workers)")
 	fs.Float64Var(&o.Rate, "rate", 20, "requests per second per API key (bursts of 5 s)")
 	fs.IntVar(&o.Warm, "warm", 2, "sandboxes kept started ahead")
-	fs.IntVar(&o.WarmPython, "warm-python", -1, "most warm interpreters kept: sandboxes whose Python imported pandas, numpy and matplotlib,\n"+
-		"for programs that import more than the standard library; as many as the last minute asked for, at least 1\n"+
-		"(namespace backend as root; about 90 MB each; default -1: one per CPU within 1/16 of the available memory)")
-	fs.IntVar(&o.MaxKernels, "max-kernels", 0, "live kernels at most; then the least recently used idle one is ended (default 4 × CPUs)")
+	fs.IntVar(&o.WarmPython, "warm-python", -1, "most warm interpreters kept (Python with pandas, numpy and matplotlib imported), as many as the\n"+
+		"last minute asked for, at least 1 (namespace backend as root; about 90 MB each; -1: one per CPU\n"+
+		"within 1/16 of the available memory)")
+	fs.IntVar(&o.MaxKernels, "max-kernels", 0, "live kernels at most, then the least recently used idle one ends (default 4 × CPUs)")
 	durationVar(fs, &o.KernelIdle, "kernel-idle-timeout", kernel.DefaultIdleTimeout, boundProgramTime, "end a kernel that ran no cell for this long")
 	sizeVar(fs, &o.KernelMemory, "kernel-memory", boundMemory, "memory limit of each kernel over its life (default 512MiB)")
 	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	durationVar(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, boundShutdown, "how long running executions may take to finish at shutdown")
 	durationVar(fs, &o.ApprovalTimeout, "approval-timeout", 10*time.Minute, boundApproval,
-		"how long a run started with \"approve\" waits for each decision; then the program is rejected (expired)")
+		"how long a run waits for an approval, then rejects the program")
 	o.Provider = addProviderFlags(fs)
 	o.Review = addReviewFlags(fs)
 	o.Egress.register(fs)

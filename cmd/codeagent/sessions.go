@@ -18,7 +18,7 @@ func cmdSessions(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("sessions", s)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: codeagent sessions list|show NAME|rm NAME|prune --older-than 7d [flags]\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	dir := dataDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -117,6 +117,17 @@ func parseAge(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, usagef("prune needs --older-than, e.g. --older-than 7d")
 	}
+	v, err := parseDuration(s)
+	if err != nil {
+		return 0, usagef("invalid --older-than %q: use e.g. 7d, 36h or 90m", s)
+	}
+	return v, nil
+}
+
+// parseDuration reads a duration that is not negative, in days too: 7d,
+// 1.5d, 36h, 90m.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
 	if d, ok := strings.CutSuffix(s, "d"); ok {
 		var days float64
 		if _, err := fmt.Sscanf(d, "%g", &days); err == nil && days >= 0 {
@@ -125,7 +136,7 @@ func parseAge(s string) (time.Duration, error) {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil || v < 0 {
-		return 0, usagef("invalid --older-than %q: use e.g. 7d, 36h or 90m", s)
+		return 0, fmt.Errorf("invalid duration %q", s)
 	}
 	return v, nil
 }

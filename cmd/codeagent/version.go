@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime/debug"
@@ -20,26 +21,28 @@ func cmdVersion(_ context.Context, s stdio, args []string) int {
 	return exitOK
 }
 
-// buildVersion is the version the binary was built as: the link-time
-// version, else the module's version, followed by the VCS revision, its
-// time and whether the tree had uncommitted changes, when the build
-// recorded them ("(devel)" is a build from a checkout).
+// buildVersion is the version the binary was built as (describeBuild of
+// its build information).
 func buildVersion() string {
-	v := version
 	info, ok := debug.ReadBuildInfo()
+	return describeBuild(version, info, ok)
+}
+
+// describeBuild says what a binary was built from: the link-time version
+// link, else the module's version (a release's tag, or the pseudo-version
+// Go makes from a clone's commit), then, when the build recorded them,
+// the VCS revision, its time and whether the tree had uncommitted changes
+// (vcs.revision, vcs.time, vcs.modified), and the Go version. A build that
+// recorded neither a version nor a revision (a git worktree's, or with
+// -buildvcs=false) says so rather than "(devel)" alone.
+func describeBuild(link string, info *debug.BuildInfo, ok bool) string {
+	v := link
 	if !ok {
-		if v == "" {
-			v = "(unknown)"
-		}
-		return v
+		return cmp.Or(v, "(unknown)") + ", no build information"
 	}
-	if v == "" {
-		v = info.Main.Version
-	}
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, at, modified string
+	v = cmp.Or(v, info.Main.Version, "(devel)")
+	var rev, at string
+	modified := false
 	for _, kv := range info.Settings {
 		switch kv.Key {
 		case "vcs.revision":
@@ -47,13 +50,24 @@ func buildVersion() string {
 		case "vcs.time":
 			at = kv.Value
 		case "vcs.modified":
-			if kv.Value == "true" {
-				modified = ", modified"
-			}
+			modified = kv.Value == "true"
 		}
 	}
-	if rev == "" || strings.Contains(v, rev[:min(12, len(rev))]) {
-		return v
+	parts := []string{v}
+	switch {
+	case rev != "":
+		parts = append(parts, "revision "+rev[:min(12, len(rev))])
+		if at != "" {
+			parts = append(parts, at)
+		}
+		if modified {
+			parts = append(parts, "modified")
+		}
+	case v == "(devel)":
+		parts = append(parts, "no revision recorded (built outside a git clone, or with -buildvcs=false)")
 	}
-	return fmt.Sprintf("%s (revision %s, %s%s)", v, rev[:min(12, len(rev))], at, modified)
+	if info.GoVersion != "" {
+		parts = append(parts, info.GoVersion)
+	}
+	return strings.Join(parts, ", ")
 }
