@@ -34,13 +34,13 @@ Exit status: 0 on success, 1 when a change was refused, 2 for usage errors
 or an unknown ID.
 
 flags:`)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	dir := dataDirFlag(fs)
 	asJSON := fs.Bool("json", false, "with list and apply: print JSON")
 	var o changesOptions
-	fs.Var((*repeated)(&o.Force), "force", "with apply: replace or delete the folder's file at PATH although it changed since the run started (repeatable)")
-	fs.Var((*repeated)(&o.Sensitive), "apply-sensitive", "with apply: apply the change at PATH although its name is refused by default, as .npmrc or .vscode/ (repeatable; never .git)")
+	fs.Var((*repeated)(&o.Force), "force", "with apply: replace or delete PATH although it changed since the run started (repeatable)")
+	fs.Var((*repeated)(&o.Sensitive), "apply-sensitive", "with apply: apply PATH although its name is refused, as .npmrc (repeatable; never .git)")
 	olderThan := fs.String("older-than", "", "with prune: drop the change sets kept for longer than this (e.g. 7d, 36h)")
 	verb, args, code, done := parseVerb(fs, s, args, "changes needs what to do: list, diff ID, apply ID, rm ID... or prune")
 	if done {

@@ -37,7 +37,7 @@ func commands() []command {
 		{"doctor", "show which isolation mechanisms this host offers", cmdDoctor},
 		{"check", "statically check code for unsafe constructs", cmdCheck},
 		{"sessions", "list, show, remove or prune sessions", cmdSessions},
-		{"changes", "list, diff, apply or remove the changes runs kept for their folders", cmdChanges},
+		{"changes", "list, diff, apply, remove or prune the changes runs, exec and repl kept for their folders", cmdChanges},
 		{"envs", "list or remove the dependency environments installed for programs", cmdEnvs},
 		{"log", "show or verify the audit log", cmdLog},
 		{"stats", "summarise attempts, successes and time of every run, per session", cmdStats},

@@ -54,8 +54,8 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 	durationVar(fs, &o.Limits.WallTime, "timeout", 0, boundProgramTime, "wall-clock limit of each cell (default 30s)")
 	sizeVar(fs, &o.Limits.Memory, "memory", boundMemory, "memory limit of the kernel (default 512MiB)")
 	fs.BoolVar(&o.NoFolder, "no-folder", false, "start from an empty workspace, not a copy of the current folder")
-	fs.BoolVar(&o.Apply, "apply", false, "at the end, apply what the cells changed to the current folder (all or none; kept otherwise)")
-	fs.Var(&o.ApplySensitive, "apply-sensitive", "with --apply, apply this change of a sensitive name too (repeatable; see docs/RUN.md)")
+	fs.BoolVar(&o.Apply, "apply", false, "at the end, apply what the cells changed to the current folder (all or none; else kept)")
+	fs.Var(&o.ApplySensitive, "apply-sensitive", "with --apply: apply PATH although its name is refused, as .npmrc (repeatable; never .git)")
 	o.Backends = addSandboxFlags(fs, &o.Backend, &o.AllowWeak)
 	if code, done := parseFlags(fs, args); done {
 		return code

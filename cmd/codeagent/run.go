@@ -102,7 +102,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.Out, "out", "", "copy the files the program created, and the program if it succeeded, to this directory")
 	fs.BoolVar(&o.Force, "force", false, "with --out: replace files already in the directory")
 	fs.BoolVar(&o.Apply, "apply", false, "apply the run's changes to the current folder without asking (after a success)")
-	fs.Var((*repeated)(&o.ApplySensitive), "apply-sensitive", "with a folder: apply the change at PATH although its name is refused by default, as .npmrc or .vscode/ (repeatable; never .git)")
+	fs.Var((*repeated)(&o.ApplySensitive), "apply-sensitive", "with --apply: apply PATH although its name is refused, as .npmrc (repeatable; never .git)")
 	fs.BoolVar(&o.Diff, "diff", false, "show a unified diff of the run's changes to the current folder")
 	fs.BoolVar(&o.NoFolder, "no-folder", false, "do not offer the current folder to the program: start from an empty workspace")
 	fs.BoolVar(&o.Tests, "tests", false, "test-driven: the model writes tests first (pytest, node --test, go test), then the code")
