@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codeagent/codeagent/internal/sparse"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -66,7 +67,9 @@ type Folder struct {
 	Dirs  []string              // directories, parents first
 	// Skipped are entries not offered (links, devices, other mounts).
 	Skipped []Skipped
-	Bytes   int64
+	// Bytes is the files' size; Disk what they take on disk (allocated
+	// blocks: a sparse file's holes take none, nor in the copy).
+	Bytes, Disk int64
 
 	// seeded is each copy Seed made: its inode and change time, which
 	// only a change of the copy moves (a program cannot set a ctime), so
@@ -115,6 +118,7 @@ func ScanFolder(dir string, lim FolderLimits) (*Folder, error) {
 			return fmt.Errorf("folder %s holds more than %d files: %w", dir, lim.MaxEntries, ErrFolderTooLarge)
 		}
 		f.Bytes += st.Size
+		f.Disk += st.Blocks * 512
 		if lim.MaxBytes > 0 && f.Bytes > lim.MaxBytes {
 			return fmt.Errorf("folder %s holds more than %s: %w", dir, sandbox.FormatSize(lim.MaxBytes), ErrFolderTooLarge)
 		}
@@ -310,7 +314,13 @@ func seedOne(src, dst *os.File, rel string, want FolderFile) (seedID, error) {
 		return seedID{}, err
 	}
 	defer out.Close()
-	if _, err := io.Copy(out, in); err != nil {
+	if st.Blocks*512 < st.Size {
+		// Sparse: its holes stay holes in the copy, as cp's do.
+		err = sparse.Copy(out, in)
+	} else {
+		_, err = io.Copy(out, in)
+	}
+	if err != nil {
 		return seedID{}, err
 	}
 	mt := time.Unix(0, want.MTime)
@@ -489,14 +499,15 @@ func dirOf(rel string) string {
 	return ""
 }
 
-// roomReserve is what a folder's copy leaves free on the disk it goes to:
-// the run's own writes, the store and other programs need room too.
+// roomReserve is what a folder's copy leaves free on the disk it goes to
+// (or a tenth of that disk, when smaller): the run's own writes, the store
+// and other programs need room too.
 const roomReserve = 1 << 30
 
 // CheckRoom refuses, before anything is copied, a folder whose copy would
 // not fit on the file system of dir (where the run's workspace is made)
-// with roomReserve to spare: an error wrapping ErrFolderTooLarge that says
-// how much the folder holds and how much is free.
+// with its reserve to spare: an error wrapping ErrFolderTooLarge that says
+// how much the folder takes and how much is free.
 func (f *Folder) CheckRoom(dir string) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
@@ -504,11 +515,12 @@ func (f *Folder) CheckRoom(dir string) error {
 	}
 	entries := uint64(len(f.Files) + len(f.Dirs))
 	free := int64(st.Bavail) * int64(st.Bsize)
-	need := f.Bytes + int64(entries)*4096 + roomReserve
+	reserve := min(roomReserve, int64(st.Blocks)*int64(st.Bsize)/10)
+	need := f.Disk + int64(entries)*4096 + reserve
 	switch {
 	case need > free:
-		return fmt.Errorf("folder %s holds %s in %d files: its copy for the run does not fit in %s, which has %s free (%s kept in reserve): %w",
-			f.Dir, sandbox.FormatSize(f.Bytes), len(f.Files), dir, sandbox.FormatSize(free), sandbox.FormatSize(roomReserve), ErrFolderTooLarge)
+		return fmt.Errorf("folder %s takes %s on disk in %d files: its copy for the run does not fit in %s, which has %s free (%s kept in reserve): %w",
+			f.Dir, sandbox.FormatSize(f.Disk), len(f.Files), dir, sandbox.FormatSize(free), sandbox.FormatSize(reserve), ErrFolderTooLarge)
 	case st.Files > 0 && entries+1000 > st.Ffree:
 		return fmt.Errorf("folder %s holds %d files and directories: %s has %d inodes free: %w", f.Dir, entries, dir, st.Ffree, ErrFolderTooLarge)
 	}

@@ -287,7 +287,11 @@ func TestRunInFolderAsksAtATerminal(t *testing.T) {
 	}
 }
 
-// A folder too large to offer is said, and the run goes on without it.
+// A folder is offered whatever it holds (a file of 1 GiB here, once over
+// the limit; sparse, and sparse in the copy); one whose copy does not fit
+// where workspaces are made (TMPDIR on a small file system) fails at once,
+// exit 2, before any model request, saying how much it takes and how much
+// is free.
 func TestRunInFolderTooLarge(t *testing.T) {
 	dir := t.TempDir()
 	f, err := os.Create(filepath.Join(dir, "huge.bin"))
@@ -296,12 +300,34 @@ func TestRunInFolderTooLarge(t *testing.T) {
 	}
 	f.Truncate(1<<30 + 1) // sparse
 	f.Close()
-	_, flags := modelServer(t, pyAnswer("from pathlib import Path\nprint(sorted(p.name for p in Path('.').iterdir()))\n"))
+	list := pyAnswer("import os\nprint(sorted(os.listdir('.')), os.path.getsize('huge.bin'))\n")
+	srv, flags := modelServer(t, list)
 	code, stdout, stderr := runBinary(t, dir, nil, append(append([]string{"run", "--data-dir", t.TempDir()}, flags...),
 		"--no-verify", "list the files")...)
-	if code != 0 || !strings.Contains(stderr, "the current folder is not offered to the program") ||
-		!strings.Contains(stderr, "--file") || strings.Contains(stdout, "huge.bin") {
-		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	if code != 0 || !strings.Contains(stdout, "'huge.bin'] 1073741825") || strings.Contains(stderr, "not offered") {
+		t.Errorf("a large sparse file: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a small file system for TMPDIR needs root to mount")
+	}
+	small := t.TempDir()
+	if err := syscall.Mount("tmpfs", small, "tmpfs", 0, "size=32m"); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(small, syscall.MNT_DETACH) })
+	big, err := os.Create(filepath.Join(dir, "dense.bin"))
+	if err == nil {
+		_, err = big.Write(make([]byte, 48<<20))
+		big.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, flags = modelServer(t, list)
+	code, stdout, stderr = runBinary(t, dir, []string{"TMPDIR=" + small}, append(append([]string{"run", "--data-dir", t.TempDir()}, flags...),
+		"--no-verify", "list the files")...)
+	if code != 2 || !strings.Contains(stderr, "does not fit in "+small) || !strings.Contains(stderr, "free") || len(srv.Requests()) != 0 {
+		t.Errorf("a folder that does not fit: exit %d, %d model requests\n%s%s", code, len(srv.Requests()), stdout, stderr)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/codeagent/codeagent/sandbox/internal/sparse"
+	"github.com/codeagent/codeagent/internal/sparse"
 	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/codeagent/codeagent/sandbox/internal/sparse"
+	"github.com/codeagent/codeagent/internal/sparse"
 	"github.com/codeagent/codeagent/sandbox/internal/wsperm"
 )
 

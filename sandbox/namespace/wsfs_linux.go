@@ -18,7 +18,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/nofollow"
 	"github.com/codeagent/codeagent/sandbox/internal/osthread"
-	"github.com/codeagent/codeagent/sandbox/internal/sparse"
+	"github.com/codeagent/codeagent/internal/sparse"
 )
 
 // Writing into a host workspace as root. Whatever root does there works

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/codeagent/codeagent/sandbox/internal/sparse"
+	"github.com/codeagent/codeagent/internal/sparse"
 )
 
 // Every sandbox run as root gets a fresh file system (an overlay's upper

@@ -1,6 +1,7 @@
 // Package sparse copies regular files without filling their holes: the
-// Docker backend's staging in and out, and the namespace backend's merge of
-// an overlay's upper layer into the workspace.
+// Docker backend's staging in and out, the namespace backend's merge of
+// an overlay's upper layer into the workspace, and a folder's copy for a
+// run (package workspace).
 package sparse
 
 import (
