@@ -316,8 +316,11 @@ type Attempt struct {
 	TestResult *sandbox.ResultJSON `json:"test_result,omitempty"`
 	Coverage   *Coverage           `json:"coverage,omitempty"`
 	Result     *sandbox.ResultJSON `json:"result,omitempty"`
-	ErrorClass ErrorClass          `json:"error_class,omitempty"`
-	Verdict    *Verdict            `json:"verdict,omitempty"`
+	// Cut is what was taken out of the output of Result (an execution
+	// trace) before it was recorded.
+	Cut        []Cut      `json:"cut,omitempty"`
+	ErrorClass ErrorClass `json:"error_class,omitempty"`
+	Verdict    *Verdict   `json:"verdict,omitempty"`
 	// Acceptance is the outcome of Task.Accept, when it ran.
 	Acceptance *Acceptance `json:"acceptance,omitempty"`
 	// Steps are the tool calls of a verification round (tool mode), and
