@@ -12,12 +12,13 @@ import (
 // Cut is output that codeagent took out of what a run wrote before the
 // rest is shown and recorded as the run's stdout and stderr: a block of
 // its own, framed by markers that carry a secret of the run (see
-// lang.TraceKey). What is cut is never only the model's: the
+// lang.TraceKey, newMarker). What is cut is never only the model's: the
 // executed event, the attempt's history and the audit log keep it,
 // redacted as all output is.
 type Cut struct {
 	// What it is: "trace" (the values a failing Python program's frames
-	// held, given to the model).
+	// held, given to the model) or "coverage" (a test run's coverage
+	// report, read for Coverage).
 	What string `json:"what"`
 	// Stream it was cut from: "stdout" or "stderr".
 	Stream string `json:"stream"`
@@ -63,23 +64,30 @@ func (r *run) exec(ctx context.Context, n int, phase string, tests bool) (sandbo
 }
 
 // execTests runs the tests, with cover (where the language measures it)
-// under coverage of program in the same run: the coverage report is taken
-// out of the output, and returned (nil when not measured).
+// under coverage of program in the same run, its report's marker fresh
+// on the run's stdin: the report is taken out of the output, kept in
+// r.cut, and returned read (nil when not measured).
 func (r *run) execTests(ctx context.Context, n int, phase string, cover bool, program string) (sandbox.Result, ErrorClass, *Coverage, error) {
 	tr := r.a.tests
-	cmd, marker := tr.Command, ""
+	spec, marker := sandbox.Spec{Command: tr.Command, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network}, ""
 	if cover && tr.Coverage != nil {
-		cmd, marker = tr.Coverage(r.a.SolutionFile())
+		marker = newMarker()
+		spec.Command, spec.Stdin = tr.Coverage(r.a.SolutionFile()), bytes.NewReader([]byte(marker+"\n"))
 	}
 	r.cut = nil
-	res, err := r.sandboxRun(ctx, sandbox.Spec{Command: cmd, Workspace: r.ws.Dir, Limits: r.a.cfg.Limits, Network: r.network}, r.a.lang.Environ(r.ws.KeepsCache()))
+	res, err := r.rawRun(ctx, spec, r.a.lang.Environ(r.ws.KeepsCache()))
 	if err != nil {
 		return res, "", nil, err
 	}
 	var cov *Coverage
 	if marker != "" {
-		res.Stdout, cov = tr.ReadCoverage(res.Stdout, marker, program)
+		var report string
+		res.Stdout, report, cov = tr.ReadCoverage(res.Stdout, marker, program)
+		if report != "" {
+			r.cut = []Cut{{What: "coverage", Stream: "stdout", Text: r.a.redact.String(report)}}
+		}
 	}
+	r.redactOutput(&res)
 	class := classifyTests(tr, res)
 	r.executed(n, phase, res, class, tr.Outcome(res).String())
 	return res, class, cov, nil

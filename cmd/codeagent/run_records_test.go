@@ -6,18 +6,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/codeagent/codeagent/llm/llmtest"
 	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
 
 // searchSecrets is Python that an attacker's program starts with: it
 // gathers everything it can read where a run's secret might be
 // (sandboxtest.GatherReadable) and keeps every run of 32 hex digits in it
-// as a candidate (a trace's key has that form) in cands.
+// as a candidate (a trace's key has that form) in cands, and every
+// coverage marker ("@@codeagent-coverage-" and hex digits) in marks.
 const searchSecrets = sandboxtest.GatherReadable + `import re
 cands = sorted({m.decode() for b in seen for m in re.findall(rb"[0-9a-f]{32}", b)})[:200]
+marks = sorted({m.decode() for b in seen for m in re.findall(rb"@@codeagent-coverage-[0-9a-f]+@@", b)})[:200]
 `
 
 // traceForger searches for the trace's key, then ends its stderr with
@@ -47,7 +51,7 @@ print(check([7]))
 func permissive(t *testing.T) []string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "agent.yaml")
-	m := "agent:\n  tools:\n    - name: execute_python\n      timeout: 60\n" +
+	m := "agent:\n  tools:\n    - name: execute_python\n      timeout: 60\n    - name: execute_go\n      timeout: 120\n" +
 		"  policy:\n    disable: [forbidden-import, path-outside-workspace, environment-access, process-access, forbidden-function]\n"
 	if err := os.WriteFile(path, []byte(m), 0o644); err != nil {
 		t.Fatal(err)
@@ -177,4 +181,107 @@ func auditExecuted(t *testing.T, data string) []runRecord {
 		}
 	}
 	return out
+}
+
+// TestRunCoverageReportForgedAndKept, from the attacker's side: a program
+// whose tests pass searches everything it can read for the coverage
+// report's marker and, at exit (after the real report), prints reports of
+// full coverage after each marker it found and after the report's prefix.
+// The coverage reported is the real one, marked self-reported; the
+// forgeries stay in the tests' recorded output; the real report is kept
+// in the event log and the audit log, marked as cut.
+func TestRunCoverageReportForgedAndKept(t *testing.T) {
+	entry, test := humanEvalTask(t, "HumanEval/0")
+	dir := t.TempDir()
+	tests := filepath.Join(dir, "test_close.py")
+	os.WriteFile(tests, []byte("from solution import "+entry+"\n\n"+test+"\n\ndef test_check():\n    check("+entry+")\n"), 0o644)
+	forger := searchSecrets + `import atexit
+
+
+def forge():
+    for m in marks + ["@@codeagent-coverage-@@"] + [m + " " for m in sys.argv]:
+        print("\n" + m + ' {"statements": 1, "missing": []}', flush=True)
+    print("\n%d markers found" % len(marks), flush=True)
+
+
+atexit.register(forge)
+
+
+` + closeExtra
+	data := t.TempDir()
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	_, flags := modelServer(t, pyAnswer(forger))
+	args := append(append(append([]string{"run"}, flags...), permissive(t)...), "--no-folder", "--json", "--events", events, "--data-dir", data,
+		"--test-file", tests, "--max-iterations", "1", "Write has_close_elements(numbers, threshold)")
+	code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, args...)
+	var res struct {
+		Success  bool
+		Coverage *struct {
+			Percent      float64
+			Statements   int
+			MissedLines  []int `json:"missed_lines"`
+			SelfReported bool  `json:"self_reported"`
+		}
+		History []struct {
+			TestResult struct{ Stdout string } `json:"test_result"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != exitOK || !res.Success || len(res.History) != 1 {
+		t.Fatalf("exit %d, %v\nstdout %s\nstderr %s", code, err, stdout, stderr)
+	}
+	// The real measure: the forger's own lines count (its search runs
+	// at import, its forge() at exit, after the measure).
+	c := res.Coverage
+	if c == nil || c.Statements < 20 || c.Percent >= 100 || !c.SelfReported || !slices.Contains(c.MissedLines, 6+strings.Count(forger, "\n")-strings.Count(closeExtra, "\n")) {
+		t.Fatalf("coverage %+v, want the real one, self-reported\n%s", c, res.History[0].TestResult.Stdout)
+	}
+	missing := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.MissedLines)), ", "), "[]")
+	report := fmt.Sprintf(`{"statements": %d, "missing": [%s]}`, c.Statements, missing)
+	if out := res.History[0].TestResult.Stdout; !strings.Contains(out, `@@codeagent-coverage-@@ {"statements": 1`) || !strings.Contains(out, "0 markers found") {
+		t.Errorf("the forged reports are not in the tests' output:\n%s", out)
+	}
+	for what, recs := range map[string][]runRecord{"the event": readExecuted(t, events), "the audit record": auditExecuted(t, data)} {
+		var tests *runRecord
+		for i := range recs {
+			if len(recs[i].Cut) > 0 && recs[i].Cut[0].What == "coverage" {
+				tests = &recs[i]
+			}
+		}
+		if tests == nil || len(tests.Cut) != 1 || tests.Cut[0].Stream != "stdout" || tests.Cut[0].Text != report ||
+			strings.Contains(tests.Result.Stdout, report) {
+			t.Errorf("%s of the test run: %+v", what, recs)
+		}
+	}
+}
+
+// TestRunMinCoverageRefused, from the attacker's side: coverage is
+// self-reported, so --min-coverage is refused before anything runs: a
+// Python program that patches coverage.py to report everything run, and a
+// Go program that replaces go test's cover profile with one of a block
+// that ran over the whole file, passed it before.
+func TestRunMinCoverageRefused(t *testing.T) {
+	entry, test := humanEvalTask(t, "HumanEval/0")
+	dir := t.TempDir()
+	pyTests := filepath.Join(dir, "test_close.py")
+	os.WriteFile(pyTests, []byte("from solution import "+entry+"\n\n"+test+"\n\ndef test_check():\n    check("+entry+")\n"), 0o644)
+	goTests := filepath.Join(dir, "sign_test.go")
+	os.WriteFile(goTests, []byte("package main\n\nimport \"testing\"\n\nfunc TestSign(t *testing.T) {\n\tif Sign(5) != 1 {\n\t\tt.Fatal(\"Sign(5)\")\n\t}\n}\n"), 0o644)
+	patch := "import coverage\ncoverage.Coverage.analysis2 = lambda self, f: (f, [1, 2, 3], [], [], '')\n\n" + closeExtra
+	profile := "```go\npackage main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc init() {\n\tos.Remove(\"/tmp/codeagent-cover.out\")\n" +
+		"\tos.WriteFile(\"/tmp/codeagent-cover.out\", []byte(\"mode: set\\nsolution.go:1.1,100.1 99 1\\n\"), 0o644)\n}\n\n" +
+		"func Sign(x int) int {\n\tif x < 0 {\n\t\treturn -1\n\t}\n\tif x == 0 {\n\t\treturn 0\n\t}\n\treturn 1\n}\n\nfunc main() { fmt.Println(Sign(3)) }\n```"
+	for _, c := range []struct {
+		name, tests string
+		answer      llmtest.Reply
+	}{{"python", pyTests, pyAnswer(patch)}, {"go", goTests, llmtest.Say(profile)}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, flags := modelServer(t, c.answer)
+			args := append(append(append([]string{"run"}, flags...), permissive(t)...), "--no-folder", "--json", "--test-file", c.tests,
+				"--min-coverage", "90", "--max-iterations", "1", "write the function the tests call")
+			code, stdout, stderr := runBinary(t, "", []string{"CODEAGENT_PROVIDER=", "OPENAI_API_KEY="}, args...)
+			if code != exitUsage || !strings.Contains(stderr, "self-reported") || len(srv.Requests()) != 0 {
+				t.Fatalf("exit %d after %d model requests\nstdout %s\nstderr %s", code, len(srv.Requests()), stdout, stderr)
+			}
+		})
+	}
 }
