@@ -93,10 +93,6 @@ type Config struct {
 	// must fail against a stub, then the program is iterated until they
 	// pass, then run itself.
 	Tests bool
-	// MinCoverage, when above 0 (at most 100), is the line coverage of the
-	// program by the tests (model's or user's; python) below which passing
-	// tests are a failed attempt, fed back with the lines never run.
-	MinCoverage float64
 	// MaxTestRounds bounds the tries to get usable tests (default 3).
 	MaxTestRounds int
 	// OutputBudget is how many bytes of the head and of the tail of each
@@ -216,12 +212,6 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if cfg.Tests && tests == nil {
 		return nil, fmt.Errorf("%w: test-driven mode needs %s, not %s", ErrConfig, TestLanguages(), l.Name)
 	}
-	if cfg.MinCoverage < 0 || cfg.MinCoverage > 100 {
-		return nil, fmt.Errorf("%w: min coverage %g is not between 0 and 100", ErrConfig, cfg.MinCoverage)
-	}
-	if cfg.MinCoverage > 0 && (tests == nil || tests.Coverage == nil) {
-		return nil, fmt.Errorf("%w: coverage is measured for %s, not %s", ErrConfig, lang.JoinOr(testLanguages(true)), l.Name)
-	}
 	if !ValidApprove(cfg.Approve) {
 		return nil, fmt.Errorf("%w: approve %q is not one of always, on-finding", ErrConfig, cfg.Approve)
 	}
@@ -324,8 +314,11 @@ type Attempt struct {
 	TestResult *sandbox.ResultJSON `json:"test_result,omitempty"`
 	Coverage   *Coverage           `json:"coverage,omitempty"`
 	Result     *sandbox.ResultJSON `json:"result,omitempty"`
-	ErrorClass ErrorClass          `json:"error_class,omitempty"`
-	Verdict    *Verdict            `json:"verdict,omitempty"`
+	// Cut is what was taken out of the output of TestResult (a coverage
+	// report) and Result (an execution trace) before they were recorded.
+	Cut        []Cut      `json:"cut,omitempty"`
+	ErrorClass ErrorClass `json:"error_class,omitempty"`
+	Verdict    *Verdict   `json:"verdict,omitempty"`
 	// Acceptance is the outcome of Task.Accept, when it ran.
 	Acceptance *Acceptance `json:"acceptance,omitempty"`
 	// Steps are the tool calls of a verification round (tool mode), and
@@ -378,16 +371,13 @@ func HasTests(language string) bool { return testRunners[language] != nil }
 
 // TestLanguages names the languages of test-driven mode, for messages:
 // "go, javascript or python".
-func TestLanguages() string { return lang.JoinOr(testLanguages(false)) }
+func TestLanguages() string { return lang.JoinOr(testLanguages()) }
 
-// testLanguages are the languages of test-driven mode, sorted; covered:
-// only those whose coverage is measured.
-func testLanguages(covered bool) []string {
+// testLanguages are the languages of test-driven mode, sorted.
+func testLanguages() []string {
 	names := make([]string, 0, len(testRunners))
-	for n, tr := range testRunners {
-		if !covered || tr.Coverage != nil {
-			names = append(names, n)
-		}
+	for n := range testRunners {
+		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names

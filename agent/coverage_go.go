@@ -12,17 +12,19 @@ import (
 	"github.com/codeagent/codeagent/internal/lazyre"
 )
 
-// goCoverScript runs go test (with goTestFlags, the arguments after $2) on
-// the program and its tests ($1, $2) with a cover profile in the sandbox's
-// own /tmp, then prints the marker ($0) on a line of its own and the
-// profile after it, keeping go test's status.
-const goCoverScript = `a=$1 b=$2; shift 2; go test "$@" -coverprofile=/tmp/codeagent-cover.out "$a" "$b"; s=$?; ` +
-	`printf '\n%s\n' "$0"; cat /tmp/codeagent-cover.out 2>/dev/null; exit $s`
+// goCoverScript reads the marker, the first line of its stdin, runs go
+// test (with goTestFlags, the arguments after $2) on the program and its
+// tests ($1, $2) with a cover profile in the sandbox's own /tmp, then
+// prints the marker on a line of its own and the profile after it,
+// keeping go test's status. The marker stays in the shell, a process
+// apart from the tests, unexported.
+const goCoverScript = `read -r m; a=$1 b=$2; shift 2; go test "$@" -coverprofile=/tmp/codeagent-cover.out "$a" "$b"; s=$?; ` +
+	`printf '\n%s\n' "$m"; cat /tmp/codeagent-cover.out 2>/dev/null; exit $s`
 
-// goCoverage is Go's runner command under coverage, with a fresh marker.
-func goCoverage(solution string) ([]string, string) {
-	marker := newMarker()
-	return append([]string{"sh", "-c", goCoverScript, marker, solution, ownFile(goTestFile)}, goTestFlags...), marker
+// goCoverage is Go's runner command under coverage; its report's marker
+// is the first line of its stdin.
+func goCoverage(solution string) []string {
+	return append([]string{"sh", "-c", goCoverScript, "sh", solution, ownFile(goTestFile)}, goTestFlags...)
 }
 
 // goProfileLine is one block of a cover profile:
@@ -32,7 +34,8 @@ var goProfileLine = lazyre.New(`^(.+):(\d+)\.(\d+),(\d+)\.(\d+) (\d+) (\d+)$`)
 
 // goCoverSummary is go test's own summary of coverage ("\tcoverage:
 // 83.3% of statements"), which counts func main: the report read here is
-// the one shown, so the summary is taken out.
+// the one shown, so the summary is taken out (and kept with the report
+// as cut).
 var goCoverSummary = lazyre.New(`(?m)[ \t]*coverage: [0-9.]+% of statements$`)
 
 // goBlock is a block of the solution file in a cover profile.
@@ -42,22 +45,25 @@ type goBlock struct {
 }
 
 // readGoCoverage takes the cover profile after marker out of stdout and
-// returns the rest (without go test's own summary of coverage) with the
-// coverage of program's statements: each
+// returns the rest (without go test's own summary of coverage), what it
+// cut (the summary's lines, then the profile), and the coverage of
+// program's statements: each
 // statement (outside func main, which the tests do not run, as Python's
 // `if __name__` block is left out) counts as run when the block holding
 // its start ran. The missed lines are those of statements never run.
-func readGoCoverage(stdout []byte, marker, program string) ([]byte, *Coverage) {
+func readGoCoverage(stdout []byte, marker, program string) ([]byte, string, *Coverage) {
 	i := bytes.LastIndex(stdout, []byte("\n"+marker+"\n"))
 	if i < 0 {
-		return stdout, &Coverage{Unavailable: "the tests' output held no coverage report (cut at the output limit, or the tests ended the process)"}
+		return stdout, "", &Coverage{Unavailable: "the tests' output held no coverage report (cut at the output limit, or the tests ended the process)"}
 	}
+	summary := goCoverSummary.Get().FindAll(stdout[:i], -1)
 	rest, prof := goCoverSummary.Get().ReplaceAll(stdout[:i], nil), stdout[i+len(marker)+2:]
+	report := string(append(bytes.Join(append(summary, nil), []byte("\n")), prof...))
 	var blocks []goBlock
 	for n, line := range bytes.Split(prof, []byte("\n")) {
 		if n == 0 {
 			if !bytes.HasPrefix(line, []byte("mode: ")) {
-				return rest, &Coverage{Unavailable: "go test wrote no cover profile (the tests did not build or run)"}
+				return rest, report, &Coverage{Unavailable: "go test wrote no cover profile (the tests did not build or run)"}
 			}
 			continue
 		}
@@ -70,9 +76,9 @@ func readGoCoverage(stdout []byte, marker, program string) ([]byte, *Coverage) {
 	}
 	stmts, err := goStatements(program)
 	if err != nil {
-		return rest, &Coverage{Unavailable: "the program did not parse: " + err.Error()}
+		return rest, report, &Coverage{Unavailable: "the program did not parse: " + err.Error()}
 	}
-	c := &Coverage{MissedLines: []int{}}
+	c := &Coverage{MissedLines: []int{}, SelfReported: true}
 	seen := map[int]bool{}
 	for _, s := range stmts {
 		in, run := false, false
@@ -94,7 +100,7 @@ func readGoCoverage(stdout []byte, marker, program string) ([]byte, *Coverage) {
 	}
 	sort.Ints(c.MissedLines)
 	c.setPercent()
-	return rest, c
+	return rest, report, c
 }
 
 // before reports whether position a (line, column) comes before b.

@@ -37,16 +37,22 @@ const signGoTests = "package main\n\nimport \"testing\"\n\nfunc TestSign(t *test
 
 // TestReadGoCoverage: statements are counted from the program, run or not
 // by the profile's block that holds their start; braces are no lines of
-// their own; func main is left out; a profile missing says why.
+// their own; func main is left out; the measure is self-reported; what is
+// cut (go test's summary, the profile) is returned; a profile missing
+// says why.
 func TestReadGoCoverage(t *testing.T) {
-	out := "ok  \tcommand-line-arguments\t0.003s\tcoverage: 50.0% of statements\n\n@@m@@\nmode: set\n" +
+	const profile = "mode: set\n" +
 		"/workspace/solution.go:5.22,6.11 1 1\n/workspace/solution.go:9.2,9.12 1 1\n/workspace/solution.go:12.2,12.10 1 1\n" +
 		"/workspace/solution.go:6.11,8.3 1 0\n/workspace/solution.go:9.12,11.3 1 0\n/workspace/solution.go:15.13,17.2 1 0\n"
-	rest, cov := readGoCoverage([]byte(out), "@@m@@", signGo)
+	out := "ok  \tcommand-line-arguments\t0.003s\tcoverage: 50.0% of statements\n\n@@m@@\n" + profile
+	rest, cut, cov := readGoCoverage([]byte(out), "@@m@@", signGo)
 	if string(rest) != "ok  \tcommand-line-arguments\t0.003s\n" {
 		t.Errorf("rest %q", rest)
 	}
-	want := &Coverage{Percent: 60, Statements: 5, Covered: 3, MissedLines: []int{7, 10}}
+	if cut != "\tcoverage: 50.0% of statements\n"+profile {
+		t.Errorf("cut %q", cut)
+	}
+	want := &Coverage{Percent: 60, Statements: 5, Covered: 3, MissedLines: []int{7, 10}, SelfReported: true}
 	if !reflect.DeepEqual(cov, want) {
 		t.Errorf("coverage %+v, want %+v", cov, want)
 	}
@@ -54,11 +60,11 @@ func TestReadGoCoverage(t *testing.T) {
 		{"FAIL\n", "no coverage report"},
 		{"FAIL\n\n@@m@@\n", "no cover profile"},
 	} {
-		if _, cov := readGoCoverage([]byte(c.out), "@@m@@", signGo); !strings.Contains(cov.Unavailable, c.why) {
+		if _, _, cov := readGoCoverage([]byte(c.out), "@@m@@", signGo); !strings.Contains(cov.Unavailable, c.why) {
 			t.Errorf("%q: %+v, want %q", c.out, cov, c.why)
 		}
 	}
-	if _, cov := readGoCoverage([]byte(out), "@@m@@", "package main\nfunc {"); !strings.Contains(cov.Unavailable, "did not parse") {
+	if _, _, cov := readGoCoverage([]byte(out), "@@m@@", "package main\nfunc {"); !strings.Contains(cov.Unavailable, "did not parse") {
 		t.Errorf("unparsable program: %+v", cov)
 	}
 }
@@ -75,16 +81,17 @@ func TestGoCoverageInSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, marker := goCoverage(ownFile("solution.go"))
-	res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: dir, Env: g.Environ(false)})
+	marker := newMarker()
+	res, err := sb.Run(context.Background(), sandbox.Spec{Command: goCoverage(ownFile("solution.go")), Workspace: dir, Env: g.Environ(false),
+		Stdin: strings.NewReader(marker + "\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, cov := readGoCoverage(res.Stdout, marker, signGo)
+	out, _, cov := readGoCoverage(res.Stdout, marker, signGo)
 	if res.Status != sandbox.StatusOK || goOutcome(sandbox.Result{Status: res.Status, Stdout: out}) != testsPassed || strings.Contains(string(out), "@@") {
 		t.Fatalf("%s exit %d\nstdout %s\nstderr %s", res.Status, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	if want := (&Coverage{Percent: 60, Statements: 5, Covered: 3, MissedLines: []int{7, 10}}); !reflect.DeepEqual(cov, want) {
+	if want := (&Coverage{Percent: 60, Statements: 5, Covered: 3, MissedLines: []int{7, 10}, SelfReported: true}); !reflect.DeepEqual(cov, want) {
 		t.Errorf("coverage %+v, want %+v\nstdout %s", cov, want, res.Stdout)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, lang.OwnDir)); len(entries) != 2 {
@@ -110,7 +117,7 @@ func TestGoTestsRunInTheWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cover, _ := goCoverage(ownFile("solution.go"))
+	cover := goCoverage(ownFile("solution.go"))
 	for _, cmd := range [][]string{goRunner.Command, cover} {
 		res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: dir, Env: g.Environ(false)})
 		if err != nil {

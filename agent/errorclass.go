@@ -28,7 +28,6 @@ const (
 	ClassRuntime    ErrorClass = "runtime"    // any other failure of the program
 	ClassOther      ErrorClass = "other"      // a failure outside the program (signal, sandbox)
 	ClassRejected   ErrorClass = "rejected"   // not run: a person or the reviewer rejected it
-	ClassCoverage   ErrorClass = "coverage"   // the tests passed but ran less of the program than asked
 )
 
 // exceptionClasses maps exception names (Python, and node's where they

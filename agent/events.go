@@ -60,6 +60,9 @@ type Event struct {
 	Safe     *bool            `json:"safe,omitempty"`
 	// Result of the execution, as `codeagent exec --json` prints it (executed).
 	Result *sandbox.ResultJSON `json:"result,omitempty"`
+	// Cut is what codeagent took out of the execution's output before
+	// Result (executed): an execution trace, a coverage report.
+	Cut []Cut `json:"cut,omitempty"`
 	// ErrorClass of a failed step (checked, executed, verified, generated).
 	ErrorClass ErrorClass `json:"error_class,omitempty"`
 	// Tests is what a run of tests showed (executed, test-driven mode):

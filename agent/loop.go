@@ -44,8 +44,10 @@ type run struct {
 	approvedRest bool // a person approved the rest of the run
 	// lint is the last check's lint warnings, for the next feedback (say).
 	lint []safety.Finding
-	// trace is what the last program run's failing frames held (see exec).
+	// trace is what the last program run's failing frames held, and cut
+	// what was taken out of the last execution's output (see exec).
 	trace string
+	cut   []Cut
 }
 
 // Run works on task until it is done or the budget is spent. The error is
@@ -277,7 +279,7 @@ func (r *run) attempt(ctx context.Context, n int, fresh bool) (at Attempt, done 
 	if err != nil {
 		return at, false, err
 	}
-	at.Result = resultJSON(res)
+	at.Result, at.Cut = resultJSON(res), append(at.Cut, r.cut...)
 	r.res.Output = string(res.Stdout)
 	if class != ClassNone {
 		at.ErrorClass = class

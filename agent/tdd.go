@@ -133,38 +133,23 @@ func (r *run) tryTests(ctx context.Context, n int, answer string, at *Attempt, m
 }
 
 // runTests runs the tests on the attempt's program, under coverage where
-// the language measures it, and feeds a failure back: failed tests, or
-// passing tests that run less of the program than MinCoverage asks. pass
-// reports that the tests passed and covered enough. Coverage that could
-// not be measured is reported, never a failure.
+// the language measures it, and feeds failed tests back; pass reports
+// that they passed. Coverage is reported, never a failure: it is
+// self-reported (see Coverage).
 func (r *run) runTests(ctx context.Context, n int, at *Attempt) (res sandbox.Result, pass bool, err error) {
 	res, class, cov, err := r.execTests(ctx, n, PhaseCode, true, at.Code)
 	if err != nil {
 		return res, false, err
 	}
-	at.TestResult = resultJSON(res)
+	at.TestResult, at.Cut = resultJSON(res), append(at.Cut, r.cut...)
 	if class != ClassNone {
 		at.ErrorClass = class
 		r.debug(n, class, at.Code, res, true)
 		return res, false, nil
 	}
 	at.Coverage = cov
-	min := r.a.cfg.MinCoverage
-	switch {
-	case cov == nil || min <= 0:
-		return res, true, nil
-	case cov.Unavailable != "":
+	if cov != nil && cov.Unavailable != "" {
 		r.a.log.Warn("coverage not measured", "attempt", n, "why", cov.Unavailable)
-		return res, true, nil
-	case float64(cov.Covered)*100 >= min*float64(cov.Statements):
-		return res, true, nil
 	}
-	at.ErrorClass = ClassCoverage
-	d := r.feedbackData(n)
-	d["Numbered"], d["NeverRun"] = numbered(at.Code), neverRun(cov.MissedLines)
-	d["Coverage"], d["Min"] = formatPercent(cov.Percent), formatPercent(min)
-	r.say(render("coverage.txt", d))
-	r.fail(n, ClassCoverage, fmt.Sprintf("the tests pass, but %s (coverage %s, at least %s wanted)",
-		d["NeverRun"], d["Coverage"], d["Min"]))
-	return res, false, nil
+	return res, true, nil
 }

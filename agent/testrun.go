@@ -52,12 +52,14 @@ type testRunner struct {
 	// runner's output, for one-line summaries.
 	FailedLine func(stdout string) string
 	// Coverage, when set, returns Command measuring which lines of the
-	// solution file the tests run, and the marker of its report on stdout
-	// (see coverage.go); nil: coverage is not measured for the language.
-	Coverage func(solution string) (cmd []string, marker string)
+	// solution file the tests run; it reads the marker of its report on
+	// stdout as the first line of its stdin (see coverage.go); nil:
+	// coverage is not measured for the language.
+	Coverage func(solution string) []string
 	// ReadCoverage takes the report after marker out of a run's stdout
-	// and reads it, with the program's text at hand.
-	ReadCoverage func(stdout []byte, marker, program string) ([]byte, *Coverage)
+	// and reads it, with the program's text at hand: the rest of stdout,
+	// the text it took out, and the coverage.
+	ReadCoverage func(stdout []byte, marker, program string) ([]byte, string, *Coverage)
 }
 
 // pytestArgs are pytest's arguments (quiet, no cache in the workspace,

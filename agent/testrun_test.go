@@ -132,21 +132,21 @@ func TestPythonCoverageInSandbox(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, lang.OwnDir), 0o755)
 	os.WriteFile(filepath.Join(dir, ownFile("solution.py")), []byte(solution), 0o644)
 	os.WriteFile(filepath.Join(dir, ownFile(TestFileName)), []byte(tests), 0o644)
-	cmd, marker := pythonCoverage(ownFile("solution.py"))
-	res, err := sb.Run(context.Background(), sandbox.Spec{Command: cmd, Workspace: dir,
-		Env: map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}})
+	marker := newMarker()
+	res, err := sb.Run(context.Background(), sandbox.Spec{Command: pythonCoverage(ownFile("solution.py")), Workspace: dir,
+		Env: map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}, Stdin: strings.NewReader(marker + "\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, cov := readCoverage(res.Stdout, marker, "")
+	out, cut, cov := readCoverage(res.Stdout, marker, "")
 	if res.Status != sandbox.StatusOK || !strings.Contains(string(out), "1 passed") || strings.Contains(string(out), "@@") {
 		t.Fatalf("%s exit %d\nstdout %s\nstderr %s", res.Status, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	want := &Coverage{Percent: 66.67, Statements: 6, Covered: 4, MissedLines: []int{3, 5}}
-	if !reflect.DeepEqual(cov, want) {
-		t.Errorf("coverage %+v, want %+v", cov, want)
+	want := &Coverage{Percent: 66.67, Statements: 6, Covered: 4, MissedLines: []int{3, 5}, SelfReported: true}
+	if !reflect.DeepEqual(cov, want) || cut != `{"statements": 6, "missing": [3, 5]}` {
+		t.Errorf("coverage %+v, want %+v; cut %q", cov, want, cut)
 	}
-	if got := cov.String(); got != "67% (lines 3, 5 not run)" {
+	if got := cov.String(); got != "67% (self-reported; lines 3, 5 not run)" {
 		t.Errorf("String() = %q", got)
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, lang.OwnDir))
@@ -155,12 +155,12 @@ func TestPythonCoverageInSandbox(t *testing.T) {
 	}
 }
 
-// TestMinCoverageWithoutCoverage: where the sandbox has no coverage
-// module (here a coverage.py in the workspace that fails to import, as on
-// an image without python3-coverage), the tests still decide and the
-// result says coverage is unavailable; --min-coverage does not fail the run.
-func TestMinCoverageWithoutCoverage(t *testing.T) {
-	a, _, ws, _ := setup(t, Config{MinCoverage: 100}, map[string]string{"coverage.py": "raise ImportError('no coverage here')\n"},
+// TestCoverageUnavailable: where the sandbox has no coverage module (here
+// a coverage.py in the workspace that fails to import, as on an image
+// without python3-coverage), the tests still decide and the result says
+// coverage is unavailable.
+func TestCoverageUnavailable(t *testing.T) {
+	a, _, ws, _ := setup(t, Config{}, map[string]string{"coverage.py": "raise ImportError('no coverage here')\n"},
 		py("def mul(a, b):\n    if a is None:\n        return 0\n    return a * b\n"))
 	tests := "from solution import mul\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"
 	res, err := a.Run(context.Background(), Task{Prompt: "mul(a, b) multiplies", Workspace: ws, TestCode: tests})
@@ -172,17 +172,21 @@ func TestMinCoverageWithoutCoverage(t *testing.T) {
 	}
 }
 
+// TestCoverageWords: the human form of coverage names the missed lines
+// with runs as ranges and says it is self-reported; a report after its
+// marker leaves what the tests printed around it in place.
 func TestCoverageWords(t *testing.T) {
 	for _, c := range []struct {
-		lines []int
-		want  string
+		cov  Coverage
+		want string
 	}{
-		{[]int{4}, "line 4 is never run by the tests"},
-		{[]int{12, 13, 14, 15}, "lines 12-15 are never run by the tests"},
-		{[]int{3, 5, 6, 9}, "lines 3, 5-6, 9 are never run by the tests"},
+		{Coverage{Percent: 90, MissedLines: []int{4}, SelfReported: true}, "90% (self-reported; line 4 not run)"},
+		{Coverage{Percent: 50, MissedLines: []int{3, 5, 6, 9}, SelfReported: true}, "50% (self-reported; lines 3, 5-6, 9 not run)"},
+		{Coverage{Percent: 100, MissedLines: []int{}, SelfReported: true}, "100% (self-reported)"},
+		{Coverage{Unavailable: "no module"}, "unavailable: no module"},
 	} {
-		if got := neverRun(c.lines); got != c.want {
-			t.Errorf("neverRun(%v) = %q, want %q", c.lines, got, c.want)
+		if got := c.cov.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.cov, got, c.want)
 		}
 	}
 	for p, want := range map[float64]string{100: "100%", 99.7: "99%", 83.3: "83%", 0.2: "1%", 0: "0%"} {
@@ -190,9 +194,13 @@ func TestCoverageWords(t *testing.T) {
 			t.Errorf("formatPercent(%g) = %q, want %q", p, got, want)
 		}
 	}
-	out, cov := readCoverage([]byte("1 passed\n"), "@@m@@ ", "")
-	if string(out) != "1 passed\n" || cov.Unavailable == "" {
-		t.Errorf("no report: %q, %+v", out, cov)
+	out, cut, cov := readCoverage([]byte("1 passed\n"), "@@m@@", "")
+	if string(out) != "1 passed\n" || cut != "" || cov.Unavailable == "" {
+		t.Errorf("no report: %q, %q, %+v", out, cut, cov)
+	}
+	out, cut, cov = readCoverage([]byte("1 passed\n@@m@@ {}\n\n@@m@@ {\"statements\": 2, \"missing\": [1]}\natexit\n"), "@@m@@", "")
+	if string(out) != "1 passed\n@@m@@ {}\natexit\n" || cut != `{"statements": 2, "missing": [1]}` || cov.Percent != 50 {
+		t.Errorf("the last report: %q, %q, %+v", out, cut, cov)
 	}
 }
 
@@ -207,15 +215,16 @@ func BenchmarkTestsUnderCoverage(b *testing.B) {
 	os.WriteFile(filepath.Join(dir, ownFile("solution.py")), []byte(runnerCases["python"].right), 0o644)
 	os.WriteFile(filepath.Join(dir, ownFile(TestFileName)), []byte(runnerCases["python"].cases[0].tests), 0o644)
 	env := map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}
-	cov, _ := pythonCoverage(ownFile("solution.py"))
+	cov := pythonCoverage(ownFile("solution.py"))
 	var plain, covered time.Duration
 	for i := 0; i < b.N; i++ {
 		for _, c := range []struct {
-			cmd []string
-			d   *time.Duration
-		}{{testRunners["python"].Command, &plain}, {cov, &covered}} {
+			cmd   []string
+			stdin string
+			d     *time.Duration
+		}{{testRunners["python"].Command, "", &plain}, {cov, newMarker() + "\n", &covered}} {
 			t0 := time.Now()
-			res, err := sb.Run(context.Background(), sandbox.Spec{Command: c.cmd, Workspace: dir, Env: env})
+			res, err := sb.Run(context.Background(), sandbox.Spec{Command: c.cmd, Workspace: dir, Env: env, Stdin: strings.NewReader(c.stdin)})
 			*c.d += time.Since(t0)
 			if err != nil || res.Status != sandbox.StatusOK {
 				b.Fatalf("%v %s %s", err, res.Status, res.Stderr)

@@ -18,9 +18,10 @@ import (
 
 // cellSandbox runs each program of the conformance suite as a cell of a
 // fresh kernel whose limits are the program's (its wall-clock limit is the
-// cell's): a Python program is the cell's code, run by the kernel's own
-// interpreter; another is run by a cell through subprocess, with the
-// program's environment. The kernel is closed before Run returns, and the
+// cell's): a Python program run plainly (python3 FILE) is the cell's
+// code, run by the kernel's own interpreter; another command (a traced
+// one, another language's) is run by a cell through subprocess, with the
+// program's environment and stdin. The kernel is closed before Run returns, and the
 // suite then checks the host.
 type cellSandbox struct {
 	sb sandbox.Sandbox
@@ -52,7 +53,7 @@ func (c cellSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result
 		stdin, _ = io.ReadAll(spec.Stdin)
 	}
 	code := ""
-	if spec.Command[0] == "python3" && len(spec.Files) == 1 {
+	if spec.Command[0] == "python3" && len(spec.Command) == 2 && len(spec.Files) == 1 {
 		code = string(spec.Files[0].Data)
 	} else {
 		args := make([]string, len(spec.Command))

@@ -2,15 +2,27 @@
 # python3 -c THIS FILE ARGS... runs FILE as `python3 FILE ARGS` does (as
 # __main__, with its argv, __file__, sys.path[0], traceback and exit
 # status) and, when it dies of an uncaught exception, writes after the
-# traceback the values its last frames held, between marker lines. A run
-# that succeeds pays for the little code before _TRACE only: FILE is run
-# by exec, whose compiler, unlike compile()'s, does not first set up the
-# ast module (2 ms), and its code is then given FILE's name.
+# traceback the values its last frames held, between marker lines that
+# carry the run's key (lang.TraceKey): the first line of stdin, which it
+# reads before FILE's code runs (the rest of stdin is FILE's). A run that
+# succeeds pays for the little code before _TRACE only: FILE is run by
+# exec, whose compiler, unlike compile()'s, does not first set up the ast
+# module (2 ms), and its code is then given FILE's name.
 import sys
 
 
 def _start():
     import os, _imp
+    key = b""  # its line, read exactly: 32 hex digits and a newline
+    try:
+        while len(key) < 33:
+            b = os.read(0, 33 - len(key))
+            if not b:
+                break
+            key += b
+    except OSError:
+        pass
+    key = key[:32].decode() if key[32:] == b"\n" and key[:32].isalnum() else ""
     path = os.path.abspath(sys.argv[1])  # as the interpreter makes __file__
     sys.argv = sys.argv[1:]
     sys.orig_argv = sys.orig_argv[:len(sys.orig_argv) - len(sys.argv) - 2] + sys.argv
@@ -34,13 +46,13 @@ def _start():
         if v is not None:
             v.__traceback__ = tb
         previous(t, v, tb)
-        if isinstance(v, Exception) and tb is not None:
+        if key and isinstance(v, Exception) and tb is not None:
             # Not for a KeyboardInterrupt: exec(str) clears the interpreter's
             # note of one, which makes it die of SIGINT at exit.
             try:
                 g = {}
                 exec(_TRACE, g)
-                g["write"](g["trace"](tb, os.path.dirname(path) + "/", path))
+                g["write"](g["trace"](tb, os.path.dirname(path) + "/", path), key)
             except BaseException:
                 pass
 
@@ -63,11 +75,11 @@ def _start():
 
 _TRACE = r'''
 import sys
-MARK = "==== codeagent trace ===="  # lang.TraceMark
+MARK = "==== codeagent trace"  # lang.TraceMark
 FRAMES, NAMES, CHARS, BYTES = 3, 20, 200, 16384
 
 
-def write(text):
+def write(text, key):
     import os
     if not text:
         return
@@ -75,7 +87,7 @@ def write(text):
         sys.stderr.flush()
     except Exception:
         pass
-    data = ("\n" + MARK + "\n" + text + MARK + " end\n").encode("utf-8", "backslashreplace")
+    data = ("\n%s %s ====\n%s%s %s end ====\n" % (MARK, key, text, MARK, key)).encode("utf-8", "backslashreplace")
     while data:
         data = data[os.write(2, data):]
 

@@ -105,6 +105,9 @@ func (r *Recorder) Event(e agent.Event) {
 			if len(res.WeakIsolation) > 0 {
 				rec["weak_isolation"] = res.WeakIsolation
 			}
+			if len(e.Cut) > 0 {
+				rec["cut"] = cutRecords(e.Cut)
+			}
 			r.audit("executed", rec)
 		}
 		r.cur.ErrorClass = string(e.ErrorClass)
@@ -231,6 +234,17 @@ func (r *Recorder) closeFailed() error {
 			map[string]any{"error": cause, "first_lost": first})
 		return err
 	})
+}
+
+// cutRecords are what codeagent cut from an execution's output, as the
+// audit log keeps output: the start of each text with the hash of all of
+// it.
+func cutRecords(cuts []agent.Cut) []map[string]any {
+	recs := make([]map[string]any, 0, len(cuts))
+	for _, c := range cuts {
+		recs = append(recs, map[string]any{"what": c.What, "stream": c.Stream, "text": head(c.Text), "text_sha256": hash([]byte(c.Text))})
+	}
+	return recs
 }
 
 func hash(b []byte) string {

@@ -56,7 +56,7 @@ type runOptions struct {
 	Diff            bool     // show a unified diff of the changes
 	Tests           bool
 	TestFile        string
-	MinCoverage     float64 // with tests: the least statement coverage of the program (python, go)
+	MinCoverage     float64 // refused: coverage is self-reported
 	NoVerify        bool
 	NoTrace         bool // no values of failing frames in repair requests
 	Lang            string
@@ -107,7 +107,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.BoolVar(&o.NoFolder, "no-folder", false, "do not offer the current folder to the program: start from an empty workspace")
 	fs.BoolVar(&o.Tests, "tests", false, "test-driven: the model writes tests first (pytest, node --test, go test), then the code")
 	fs.StringVar(&o.TestFile, "test-file", "", "tests to pass: pytest importing solution, node --test requiring ./solution.js, or go test")
-	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "with --tests or --test-file: the least percent of statements the tests must run (python, go)")
+	fs.Float64Var(&o.MinCoverage, "min-coverage", 0, "refused: coverage is self-reported, the program can forge it (docs/RUN.md)")
 	fs.BoolVar(&o.NoVerify, "no-verify", false, "do not ask the model whether a successful run completed the task")
 	fs.BoolVar(&o.NoTrace, "no-trace", false, "do not show the model the values a failing Python program's last frames held")
 	fs.StringVar(&o.Lang, "lang", "", "language: python, javascript, bash or go (default: the one the task names, else python)")
@@ -158,10 +158,9 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 		return usagef("--max-iterations %d: want 1 to %d", o.MaxIterations, agent.MaxIterationsCeiling)
 	case o.Tests && o.TestFile != "":
 		return usagef("--tests and --test-file exclude each other: the model writes tests, or you give them")
-	case o.MinCoverage < 0 || o.MinCoverage > 100:
-		return usagef("--min-coverage %g: want 0 to 100", o.MinCoverage)
-	case o.MinCoverage > 0 && !o.Tests && o.TestFile == "":
-		return usagef("--min-coverage is the tests' coverage: it needs --tests or --test-file")
+	case o.MinCoverage != 0:
+		return usagef("--min-coverage is refused: coverage is self-reported (measured in the process that runs the program, which can " +
+			"forge it), so it cannot decide a run; the result reports it (see docs/RUN.md)")
 	case o.Events == "-" && o.JSON:
 		return usagef("--events - and --json both want stdout: write the events to a file")
 	case o.Session != "" && o.Workdir != "":
@@ -292,7 +291,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 	run, err := runs.StartRun(ctx, app.RunRequest{
 		Config: agent.Config{
 			MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
-			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, MinCoverage: o.MinCoverage, Network: network,
+			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
 			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools, Installed: installed, Approve: o.Approval.Approve,
 			NoTrace: o.NoTrace,
 		},

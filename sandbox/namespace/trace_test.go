@@ -3,6 +3,7 @@
 package namespace
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/sandboxtest"
 )
 
 // Execution traces (lang.TracedCommand): the agent runs Python programs
@@ -23,7 +25,7 @@ import (
 
 // runTraceCase runs tc's program with command (its file and arguments
 // appended) on sb and returns the result, its trace split off, and the
-// files tc names.
+// files tc names. A traced command gets a fresh key before tc's stdin.
 func runTraceCase(t *testing.T, sb *Backend, tc warmCase, command func(path string) []string) (sandbox.Result, string, string) {
 	t.Helper()
 	ws := t.TempDir()
@@ -52,7 +54,11 @@ func runTraceCase(t *testing.T, sb *Backend, tc warmCase, command func(path stri
 	if tc.code != "" {
 		spec.Files = []sandbox.File{{Path: "/code/main.py", Data: []byte(tc.code)}}
 	}
-	if tc.stdin != "" {
+	var key lang.TraceKey
+	if spec.Command[1] == "-c" {
+		key = lang.NewTraceKey()
+		spec.Stdin = strings.NewReader(string(key.Stdin()) + tc.stdin)
+	} else if tc.stdin != "" {
 		spec.Stdin = strings.NewReader(tc.stdin)
 	}
 	res, err := sb.Run(context.Background(), spec)
@@ -60,7 +66,7 @@ func runTraceCase(t *testing.T, sb *Backend, tc warmCase, command func(path stri
 		t.Fatal(err)
 	}
 	var trace string
-	res.Stderr, trace = lang.SplitTrace(res.Stderr)
+	res.Stderr, trace = key.Split(res.Stderr)
 	var files []string
 	for _, name := range tc.outputs {
 		b, err := os.ReadFile(filepath.Join(ws, name))
@@ -240,10 +246,16 @@ func benchTrace(b *testing.B, code string, imports []string, warm, fail bool) {
 		}
 		sb.quiesce()
 		before := sb.WarmRuns()
+		spec := sandbox.Spec{Command: commands[i], Workspace: ws, Env: py.Env, Imports: imports}
+		var key lang.TraceKey
+		if i == 1 { // as the agent runs it: a fresh key on stdin
+			key = lang.NewTraceKey()
+			spec.Stdin = bytes.NewReader(key.Stdin())
+		}
 		t0 := time.Now()
-		res, err := sb.Run(context.Background(), sandbox.Spec{Command: commands[i], Workspace: ws, Env: py.Env, Imports: imports})
+		res, err := sb.Run(context.Background(), spec)
 		d := time.Since(t0)
-		stderr, trace := lang.SplitTrace(res.Stderr)
+		stderr, trace := key.Split(res.Stderr)
 		switch {
 		case err != nil || (res.Status == sandbox.StatusOK) == fail:
 			b.Fatalf("run: %v %s %s", err, res.Status, res.Stderr)
@@ -267,4 +279,17 @@ func benchTrace(b *testing.B, code string, imports []string, warm, fail bool) {
 	b.ReportMetric(float64(median(plain).Microseconds())/1000, "plain-median-ms")
 	b.ReportMetric(float64(median(traced).Microseconds())/1000, "traced-median-ms")
 	b.ReportMetric(float64(median(diff).Microseconds())/1000, "cost-ms")
+}
+
+// TestTraceKeyOutOfReachWarm: the conformance suite's attack on a traced
+// run's key (sandboxtest.TraceKeyOutOfReach) in a warm interpreter, whose
+// stdin holds the loader's request before the key.
+func TestTraceKeyOutOfReachWarm(t *testing.T) {
+	warmB := newWarmBackend(t, 1)
+	warmB.warm.Fill()
+	warmB.quiesce()
+	sandboxtest.TraceKeyOutOfReach(t, warmB)
+	if warmB.WarmRuns() != 1 {
+		t.Errorf("%d warm runs, want 1", warmB.WarmRuns())
+	}
 }

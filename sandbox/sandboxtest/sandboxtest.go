@@ -111,7 +111,8 @@ type program struct {
 	ws     string // workspace; a fresh temporary directory when empty
 	env    map[string]string
 	stdin  string
-	mark   string // set in the environment, so that its processes can be found on the host
+	key    lang.TraceKey // when set, the program runs traced, the key on its stdin first (see lang.TraceKey)
+	mark   string        // set in the environment, so that its processes can be found on the host
 	net    *sandbox.Network
 	binds  []sandbox.Bind
 }
@@ -158,6 +159,9 @@ func tryExecute(t *testing.T, sb sandbox.Sandbox, p program) (sandbox.Result, er
 		Limits:    p.limits,
 		Network:   p.net,
 		Binds:     p.binds,
+	}
+	if p.key != "" {
+		spec.Command, p.stdin = l.TracedCommand(path), string(p.key.Stdin())+p.stdin
 	}
 	if p.stdin != "" {
 		spec.Stdin = strings.NewReader(p.stdin)

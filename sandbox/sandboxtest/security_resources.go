@@ -35,6 +35,7 @@ func RunSecurity(t *testing.T, sb sandbox.Sandbox) {
 	t.Run("TmpDoesNotPersist", func(t *testing.T) { tmpPersistence(t, sb) })
 	t.Run("InheritedDescriptors", func(t *testing.T) { inheritedFDs(t, sb) })
 	t.Run("ProcSecrets", func(t *testing.T) { procSecrets(t, sb) })
+	t.Run("TraceKey", func(t *testing.T) { traceKey(t, sb) })
 	t.Run("InotifyQuota", func(t *testing.T) { inotifyQuota(t, sb) })
 	t.Run("PerSandboxQuota", func(t *testing.T) { perSandboxQuota(t, sb) })
 	t.Run("SocketFamilies", func(t *testing.T) { socketFamilies(t, sb) })
