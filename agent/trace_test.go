@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -96,5 +99,27 @@ func TestTraceGoesToTheRepairRequest(t *testing.T) {
 				t.Errorf("an untraced run ran the runner: %q", commands)
 			}
 		})
+	}
+}
+
+// The trace shows the frames of the folder's own modules too: the program
+// lies in codeagent's .codeagent/, the folder's files in the working
+// directory, and both are the program's own (libraries are not).
+func TestTraceShowsTheFoldersModules(t *testing.T) {
+	sb, _ := realParts(t)
+	ws := t.TempDir()
+	os.Mkdir(filepath.Join(ws, lang.OwnDir), 0o755)
+	os.WriteFile(filepath.Join(ws, "helpers.py"), []byte("def ratio(total, count):\n    share = total\n    return share / count\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, lang.OwnDir, "solution.py"), []byte("import sys, os\nsys.path.insert(0, os.getcwd())\nimport helpers\nrows = 0\nprint(helpers.ratio(17, rows))\n"), 0o644)
+	py, _ := lang.Lookup("python")
+	key := lang.NewTraceKey()
+	res, err := sb.Run(context.Background(), sandbox.Spec{Command: py.TracedCommand("/workspace/" + lang.OwnDir + "/solution.py"),
+		Workspace: ws, Stdin: bytes.NewReader(key.Stdin())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trace := key.Split(res.Stderr)
+	if !strings.Contains(trace, "in ratio() in helpers.py, line 3") || !strings.Contains(trace, "share = 17") || !strings.Contains(trace, "rows = 0") {
+		t.Errorf("trace %q\nstderr %s", trace, res.Stderr)
 	}
 }

@@ -38,6 +38,13 @@ def _start():
     main.__loader__ = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
     sys.modules["__main__"] = main
     previous = sys.excepthook
+    # The program's own files: those beside it, or in its working
+    # directory when it lies below it (a folder's modules, codeagent's
+    # program in .codeagent/).
+    top = os.path.dirname(path) + "/"
+    cwd = os.getcwd().rstrip("/") + "/"
+    if path.startswith(cwd):
+        top = cwd
 
     def hook(t, v, tb):
         while tb is not None and tb.tb_frame.f_globals is _G:  # the runner's frames
@@ -52,7 +59,7 @@ def _start():
             try:
                 g = {}
                 exec(_TRACE, g)
-                g["write"](g["trace"](tb, os.path.dirname(path) + "/", path), key)
+                g["write"](g["trace"](tb, top, path), key)
             except BaseException:
                 pass
 
