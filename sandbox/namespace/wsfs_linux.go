@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/internal/nofollow"
-	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 	"github.com/codeagent/codeagent/internal/sparse"
+	"github.com/codeagent/codeagent/sandbox/internal/osthread"
 )
 
 // Writing into a host workspace as root. Whatever root does there works
