@@ -35,8 +35,10 @@ import (
 // found by comparing each side with what it was at the last Sync (kind,
 // mode, owner, inode, size and ctime, which no program can set).
 
-// maxSynced bounds the entries of a synced workspace.
-const maxSynced = 100_000
+// maxSynced bounds the entries of a synced workspace: a copy of a
+// folder of 100,000 files and what a session adds (each entry's stamp
+// costs about 100 bytes, each Sync a stat of every entry on both sides).
+const maxSynced = 400_000
 
 // stamp identifies the state of an entry, for Sync.
 type stamp struct {
