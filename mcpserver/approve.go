@@ -9,11 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/app"
+	"github.com/codeagent/codeagent/termtext"
 )
-
-// maxShownCode bounds the code an approval's message shows; the person
-// is told when it was cut (what runs is the whole program).
-const maxShownCode = 8000
 
 // mrtrProtocol is the first MCP protocol version in which a server may
 // not send a request (elicitation/create) while it serves a call: it must
@@ -127,8 +124,14 @@ func approvalSchema(maxCode int64) map[string]any {
 	}
 }
 
-// approvalMessage is what the person reads: the attempt, the code (cut),
-// what the checker and the reviewer raised and what the program asks for.
+// approvalMessage is what the person reads: the attempt, the code whole
+// (what the person approves is what runs: a program padded past any cut
+// would hide its end), what the checker and the reviewer raised and what
+// the program asks for. The code sits in a fence longer than any run of
+// backticks in it, so that it cannot close the fence and have a client
+// render the rest as markup (an HTML comment hides text); characters a
+// terminal acts on and bidirectional controls, which reorder what is
+// shown, are shown escaped (termtext), as the CLI's approver shows them.
 func approvalMessage(req app.ApprovalRequest) string {
 	var b strings.Builder
 	at := fmt.Sprintf("attempt %d", req.Attempt)
@@ -142,11 +145,12 @@ func approvalMessage(req app.ApprovalRequest) string {
 		at += ", " + req.Tool
 	}
 	fmt.Fprintf(&b, "codeagent asks before running %s code (approval %s, %s).\n\n", req.Language, req.ID, at)
-	code := req.Code
-	if cut := cutRunes(code, maxShownCode); cut != code {
-		code = cut + fmt.Sprintf("\n[... cut: the program has %d bytes, %d shown]", len(req.Code), len(cut))
+	code := termtext.Text(req.Code)
+	if code != req.Code {
+		b.WriteString("Characters a terminal acts on, bidirectional controls and bytes that are not UTF-8 are shown escaped (\\x1b, \\u202e, \\xff).\n\n")
 	}
-	fmt.Fprintf(&b, "```%s\n%s\n```\n", req.Language, strings.TrimRight(code, "\n"))
+	fence := strings.Repeat("`", max(3, longestRun(code, '`')+1))
+	fmt.Fprintf(&b, "%s%s\n%s\n%s\n", fence, req.Language, strings.TrimRight(code, "\n"), fence)
 	if len(req.Findings) > 0 {
 		b.WriteString("\nThe static checker found:\n")
 		for _, f := range req.Findings {
@@ -196,4 +200,18 @@ func cutRunes(s string, n int) string {
 		return string(r[:n])
 	}
 	return s
+}
+
+// longestRun is the length of the longest run of c in s.
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != c {
+			n = 0
+			continue
+		}
+		n++
+		best = max(best, n)
+	}
+	return best
 }
