@@ -16,12 +16,12 @@ import (
 // decision the buttons go and the decision is shown. Live and, after a
 // reload, in the history: the edit is shown as what ran, and the second
 // program's check shows its lint warning (an undefined name), not "no
-// findings".
+// findings". Bidirectional controls in a program are shown escaped.
 func TestServeBrowserPageApprovals(t *testing.T) {
 	const reason = "print the other greeting"
 	const edit = "print('edited in the page')\n"
 	ts := newTestServer(t, testOptions{cfg: Config{LocalToken: testLocalToken}, replies: []llmtest.Reply{
-		pyReply("print('first greeting')\n"), pyReply("def unused():\n    return df.head()\n\n\nprint('second greeting')\n"), llmtest.Say(verifyOK),
+		pyReply("print('first greeting')  # \u202e\u2066 reordered\n"), pyReply("def unused():\n    return df.head()\n\n\nprint('second greeting')\n"), llmtest.Say(verifyOK),
 	}})
 	s := ts.createSession(t, testLocalToken, "approvals")
 	p := openPage(t, ts)
@@ -32,6 +32,10 @@ func TestServeBrowserPageApprovals(t *testing.T) {
 	p.poll("the first approval's buttons", `!!document.querySelector('`+first+` button.reject')`)
 	if !p.is(`document.querySelector('` + first + ` pre.code').textContent.includes("first greeting")`) {
 		t.Errorf("the first approval does not show the program: %s", p.state())
+	}
+	// A bidirectional override would show the person code other than it is.
+	if !p.is(`(t => t.includes("\\u202e\\u2066 reordered") && !t.includes("\u202e") && !t.includes("\u2066"))(document.querySelector('` + first + ` pre.code').textContent)`) {
+		t.Errorf("the first approval shows bidirectional controls unescaped: %s", p.state())
 	}
 	p.do(chromedp.SetValue(chromedp.CSS(first+" textarea.reason"), reason), chromedp.Click(chromedp.CSS(first+" button.reject")))
 	p.poll("the rejection shown", `(document.querySelector('`+first+` p.decision') || {}).textContent === "Rejected by anonymous: `+reason+`"`)

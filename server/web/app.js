@@ -48,22 +48,44 @@ const KEYWORDS = new Set(("False None True and as assert async await break class
   "then fi done esac echo export local").split(" "));
 const TOKEN = /(#[^\n]*|\/\/[^\n]*)|("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`)|(\b\d[\d_]*(?:\.\d+)?(?:e[+-]?\d+)?\b)|([A-Za-z_][A-Za-z0-9_]*)/g;
 
+// HIDDEN matches the characters that would show code other than it is:
+// controls but tab and newline, and the invisible and bidirectional
+// format characters that hide text or reorder what is shown (Trojan
+// Source). highlight shows each as a visible \uXXXX mark instead.
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+
+// appendVisible appends text to parent (in a span of class cls when one
+// is given), with HIDDEN characters shown as marks.
+function appendVisible(parent, text, cls) {
+  const target = cls ? el("span", cls) : parent;
+  let last = 0;
+  for (const m of text.matchAll(HIDDEN)) {
+    if (m.index > last) target.append(text.slice(last, m.index));
+    const mark = el("span", "hidden-char", "\\u" + m[0].codePointAt(0).toString(16).padStart(4, "0"));
+    mark.title = "an invisible or bidirectional character, shown escaped";
+    target.append(mark);
+    last = m.index + m[0].length;
+  }
+  target.append(text.slice(last));
+  if (cls) parent.append(target);
+}
+
 function highlight(code, lang) {
   const pre = el("pre", "code");
   const out = el("code");
   let last = 0;
   for (const m of code.matchAll(TOKEN)) {
-    if (m.index > last) out.append(code.slice(last, m.index));
+    if (m.index > last) appendVisible(out, code.slice(last, m.index));
     let cls = "";
     if (m[1]) cls = m[1].startsWith("#") === (lang !== "javascript") ? "tok-comment" : "";
     else if (m[2]) cls = "tok-string";
     else if (m[3]) cls = "tok-number";
     else if (m[4] && KEYWORDS.has(m[4])) cls = "tok-keyword";
     else if (m[4] && code[m.index + m[0].length] === "(") cls = "tok-call";
-    if (cls) out.append(el("span", cls, m[0])); else out.append(m[0]);
+    appendVisible(out, m[0], cls);
     last = m.index + m[0].length;
   }
-  out.append(code.slice(last));
+  appendVisible(out, code.slice(last));
   pre.append(out);
   return pre;
 }
