@@ -183,12 +183,7 @@ func (e *editor) readLine(prompt string) (string, error) {
 		case k.r == '\r' || k.r == '\n':
 			io.WriteString(e.out, "\r\n")
 			s := string(line)
-			if strings.TrimSpace(s) != "" && (len(e.history) == 0 || e.history[len(e.history)-1] != s) {
-				e.history = append(e.history, s)
-				if len(e.history) > maxHistory {
-					e.history = e.history[1:]
-				}
-			}
+			e.remember(s)
 			return s, nil
 		case k.r == 3: // Ctrl-C
 			io.WriteString(e.out, "^C\r\n")
@@ -223,14 +218,7 @@ func (e *editor) readLine(prompt string) (string, error) {
 		case k.r == 21: // Ctrl-U
 			line, pos = append([]rune(nil), line[pos:]...), 0
 		case k.r == 23: // Ctrl-W
-			start := pos
-			for start > 0 && unicode.IsSpace(line[start-1]) {
-				start--
-			}
-			for start > 0 && !unicode.IsSpace(line[start-1]) {
-				start--
-			}
-			line, pos = append(line[:start], line[pos:]...), start
+			line, pos = deleteWord(line, pos)
 		case k.r == 12: // Ctrl-L
 			io.WriteString(e.out, "\x1b[H\x1b[2J")
 		case k.name == "up" || k.name == "down":
@@ -261,6 +249,31 @@ func (e *editor) readLine(prompt string) (string, error) {
 		}
 		redraw()
 	}
+}
+
+// remember adds a line to the history: not a blank one, nor the last
+// line again; the oldest goes past maxHistory.
+func (e *editor) remember(s string) {
+	if strings.TrimSpace(s) == "" || len(e.history) > 0 && e.history[len(e.history)-1] == s {
+		return
+	}
+	e.history = append(e.history, s)
+	if len(e.history) > maxHistory {
+		e.history = e.history[1:]
+	}
+}
+
+// deleteWord removes the word before pos (and the spaces after it), as
+// Ctrl-W does in a shell, and returns the line and the new position.
+func deleteWord(line []rune, pos int) ([]rune, int) {
+	start := pos
+	for start > 0 && unicode.IsSpace(line[start-1]) {
+		start--
+	}
+	for start > 0 && !unicode.IsSpace(line[start-1]) {
+		start--
+	}
+	return append(line[:start], line[pos:]...), start
 }
 
 func itoa(n int) string {

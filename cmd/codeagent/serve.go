@@ -152,21 +152,9 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	if _, err := o.Egress.resolveMap(); err != nil {
 		return err // before the data directory is locked
 	}
-	keys, err := loadKeys(o.KeysFile, o.Getenv)
+	keys, token, err := serveAuth(o)
 	if err != nil {
 		return err
-	}
-	if len(keys) == 0 && !isLoopback(o.Addr) {
-		return usagef("refusing to listen on %s without API keys: give --keys-file or %s (name:token), or listen on 127.0.0.1", o.Addr, envAPIKeys)
-	}
-	if o.NoToken && len(keys) > 0 {
-		return usagef("--no-token is for a server without API keys")
-	}
-	var token string
-	if len(keys) == 0 && !o.NoToken {
-		if token, err = newToken(); err != nil {
-			return err
-		}
 	}
 	level := slog.LevelInfo
 	if o.Getenv("CODEAGENT_DEBUG") != "" {
@@ -182,32 +170,13 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		return err
 	}
 	defer lock.release()
-	scfg := server.Config{DataDir: dataDir, Keys: keys, LocalToken: token, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
-		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
-		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)),
-		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle,
-		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes, EgressCACerts: o.Egress.ca.pem, Backend: o.Backend,
-		ApprovalTimeout: o.ApprovalTimeout}
-	if scfg.EgressResolve, err = o.Egress.resolveMap(); err != nil {
+	scfg, err := serveConfig(o, dataDir, keys, token)
+	if err != nil {
 		return err
 	}
-	if err := scfg.Validate(); err != nil {
-		return usageError{err}
-	}
-	deps := server.Deps{Logger: logger}
-	if cfg, err := o.Provider.resolve(o.Getenv); err != nil {
-		deps.ModelError = err.Error()
-		logger.Warn("no usable model: runs will fail until one is configured", "err", err)
-	} else {
-		deps.Model = &cfg
-		deps.Secrets = []string{o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}
-		logger.Info("model", "provider", describeProvider(cfg))
-	}
-	if deps.Review, err = o.Review.resolve(deps.Model, o.Getenv); err != nil {
+	deps, err := serveModels(o, logger)
+	if err != nil {
 		return err
-	}
-	if deps.Review != nil && deps.Review.Model != "" {
-		logger.Info("reviewer", "provider", describeProvider(*deps.Review))
 	}
 	st, err := openStore(ctx, dataDir)
 	if err != nil {
@@ -246,31 +215,110 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	if err != nil {
 		return err
 	}
+	return listenAndServe(ctx, o, s, serving{srv: srv, mcp: mcpSrv, lock: lock, logger: logger, dataDir: dataDir, keys: len(keys), token: token})
+}
+
+// serveAuth checks how clients are to authenticate: API keys (required
+// beyond loopback), or else a token made now unless --no-token.
+func serveAuth(o serveOptions) (keys server.Keys, token string, err error) {
+	if keys, err = loadKeys(o.KeysFile, o.Getenv); err != nil {
+		return nil, "", err
+	}
+	if len(keys) == 0 && !isLoopback(o.Addr) {
+		return nil, "", usagef("refusing to listen on %s without API keys: give --keys-file or %s (name:token), or listen on 127.0.0.1", o.Addr, envAPIKeys)
+	}
+	if o.NoToken && len(keys) > 0 {
+		return nil, "", usagef("--no-token is for a server without API keys")
+	}
+	if len(keys) == 0 && !o.NoToken {
+		if token, err = newToken(); err != nil {
+			return nil, "", err
+		}
+	}
+	return keys, token, nil
+}
+
+// serveConfig is the server's configuration from the flags, validated.
+func serveConfig(o serveOptions, dataDir string, keys server.Keys, token string) (server.Config, error) {
+	scfg := server.Config{DataDir: dataDir, Keys: keys, LocalToken: token, AllowedHosts: o.AllowedHosts, MaxUpload: o.MaxUpload,
+		MaxUploadFiles: o.MaxUploadFiles, SessionMaxBytes: o.SessionMaxBytes, SessionMaxFiles: o.SessionMaxFiles,
+		Workers: o.Workers, QueueLength: o.Queue, RatePerSecond: o.Rate, RateBurst: max(1, int(o.Rate*5)),
+		KernelLimits: sandbox.Limits{Memory: o.KernelMemory}, MaxKernels: o.MaxKernels, KernelIdleTimeout: o.KernelIdle,
+		EgressCeiling: o.Egress.ceiling, EgressMaxBytes: o.Egress.maxBytes, EgressCACerts: o.Egress.ca.pem, Backend: o.Backend,
+		ApprovalTimeout: o.ApprovalTimeout}
+	var err error
+	if scfg.EgressResolve, err = o.Egress.resolveMap(); err != nil {
+		return scfg, err
+	}
+	if err := scfg.Validate(); err != nil {
+		return scfg, usageError{err}
+	}
+	return scfg, nil
+}
+
+// serveModels resolves the model and the reviewer. A server without a
+// usable model still starts (its runs fail, saying why); a bad reviewer
+// setting is an error.
+func serveModels(o serveOptions, logger *slog.Logger) (server.Deps, error) {
+	deps := server.Deps{Logger: logger}
+	if cfg, err := o.Provider.resolve(o.Getenv); err != nil {
+		deps.ModelError = err.Error()
+		logger.Warn("no usable model: runs will fail until one is configured", "err", err)
+	} else {
+		deps.Model = &cfg
+		deps.Secrets = []string{o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}
+		logger.Info("model", "provider", describeProvider(cfg))
+	}
+	var err error
+	if deps.Review, err = o.Review.resolve(deps.Model, o.Getenv); err != nil {
+		return deps, err
+	}
+	if deps.Review != nil && deps.Review.Model != "" {
+		logger.Info("reviewer", "provider", describeProvider(*deps.Review))
+	}
+	return deps, nil
+}
+
+// serving is what listenAndServe serves and says.
+type serving struct {
+	srv     *server.Server
+	mcp     *mcpserver.Server
+	lock    *serveLock
+	logger  *slog.Logger
+	dataDir string
+	keys    int
+	token   string
+}
+
+// listenAndServe listens on o.Addr, says where and how to authenticate
+// (writing the token file, removed at the end), serves until ctx ends and
+// then shuts down, letting executions finish for o.ShutdownTimeout.
+func listenAndServe(ctx context.Context, o serveOptions, s stdio, v serving) error {
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return usagef("listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	tokenFile := filepath.Join(dataDir, tokenFileName)
+	hs := &http.Server{Handler: v.srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(v.logger.Handler(), slog.LevelWarn)}
+	tokenFile := filepath.Join(v.dataDir, tokenFileName)
 	auth := "no API keys and no token (--no-token): any local user or program may use it"
 	switch {
-	case len(keys) > 0:
-		auth = fmt.Sprintf("%d API key(s)", len(keys))
-	case token != "":
-		if err := writeTokenFile(tokenFile, token); err != nil {
+	case v.keys > 0:
+		auth = fmt.Sprintf("%d API key(s)", v.keys)
+	case v.token != "":
+		if err := writeTokenFile(tokenFile, v.token); err != nil {
 			ln.Close()
 			return err
 		}
-		defer removeTokenFile(tokenFile, token)
+		defer removeTokenFile(tokenFile, v.token)
 		auth = "a token made at this start, in " + tokenFile
 	}
 	base := "http://" + ln.Addr().String()
-	lock.note("pid %d, listening on %s", os.Getpid(), base)
-	fmt.Fprintf(s.err, "codeagent serve: listening on %s (%s; data in %s)\n", base, auth, dataDir)
-	if token != "" {
+	v.lock.note("pid %d, listening on %s", os.Getpid(), base)
+	fmt.Fprintf(s.err, "codeagent serve: listening on %s (%s; data in %s)\n", base, auth, v.dataDir)
+	if v.token != "" {
 		fmt.Fprintf(s.err, "codeagent serve: open %s  (programs: curl -H \"Authorization: Bearer $(cat %s)\" %s/v1/...)\n",
-			server.TokenURL(base, token), shellWord(tokenFile), base)
+			server.TokenURL(base, v.token), shellWord(tokenFile), base)
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -279,19 +327,19 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down: letting executions finish", "timeout", o.ShutdownTimeout)
+	v.logger.Info("shutting down: letting executions finish", "timeout", o.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
 	defer cancel()
 	httpDone := make(chan error, 1)
-	_ = mcpSrv.Close() // ends MCP streams, which would hold Shutdown until its timeout
+	_ = v.mcp.Close() // ends MCP streams, which would hold Shutdown until its timeout
 	go func() { httpDone <- hs.Shutdown(sctx) }()
-	serr := srv.Shutdown(sctx)
+	serr := v.srv.Shutdown(sctx)
 	if herr := <-httpDone; herr != nil {
 		_ = hs.Close()
 		serr = errors.Join(serr, herr)
 	}
 	if serr != nil {
-		logger.Warn("shutdown incomplete: stopped what was still running", "err", serr)
+		v.logger.Warn("shutdown incomplete: stopped what was still running", "err", serr)
 	}
 	return nil
 }
