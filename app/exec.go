@@ -49,13 +49,13 @@ func NewSessionLimit(perMinute int) *SessionLimit {
 
 // Exec is a door's recorded request: each execution (Run) and kernel cell
 // (Cell) it makes passes the rate limit, then the audit log, then the
-// door's sandbox (see the package's pipeline order).
+// door's sandbox (the order of sandbox.Stack).
 type Exec struct {
 	ID  string
 	Rec *session.Recorder
 	req ExecRequest
 	sb  sandbox.Sandbox
-	lim *ratelimit.Limiter
+	lim *ratelimit.Limiter // its Wait alone: see limited
 }
 
 // StartExec writes the request's audit record: what cannot be recorded
@@ -71,23 +71,25 @@ func StartExec(ctx context.Context, req ExecRequest) (*Exec, error) {
 			return nil, &session.AuditError{Err: err}
 		}
 	}
-	x := &Exec{ID: id, Rec: rec, req: req, sb: session.Audited(unclosed{req.Sandbox}, rec)}
+	x := &Exec{ID: id, Rec: rec, req: req}
+	layers := sandbox.Layers{Audit: func(next sandbox.Sandbox) sandbox.Sandbox { return session.Audited(next, rec) }}
 	if l := req.Limit; l != nil {
-		x.lim = ratelimit.NewShared(x.sb, l.perMinute, l.bucket)
+		x.lim = ratelimit.NewShared(unclosed{req.Sandbox}, l.perMinute, l.bucket)
+		layers.RateLimit = func(next sandbox.Sandbox) sandbox.Sandbox { return limited{x: x, next: next} }
 	}
+	x.sb = sandbox.Stack(unclosed{req.Sandbox}, layers)
 	return x, nil
 }
 
 // Run runs spec.
 func (x *Exec) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if err := x.wait(ctx); err != nil {
-		return sandbox.Result{}, err
-	}
 	return x.sb.Run(ctx, spec)
 }
 
 // Cell runs a kernel's cell with run, recorded with its code and time
-// limit.
+// limit. A cell is no sandbox's Run, so the order of sandbox.Stack is
+// kept here by hand: the rate limit, then the record, then run (which
+// takes the queue where the process has one: Kernels.Exec).
 func (x *Exec) Cell(ctx context.Context, code string, timeout time.Duration, run func() (sandbox.Result, error)) (sandbox.Result, error) {
 	if err := x.wait(ctx); err != nil {
 		return sandbox.Result{}, err
@@ -104,6 +106,23 @@ func (x *Exec) wait(ctx context.Context) error {
 	defer cancel()
 	return x.lim.Wait(wctx)
 }
+
+// limited is the rate limit layer of an Exec: it waits for the limit at
+// most MaxWait (see wait), where a ratelimit.Limiter's Run would wait as
+// long as the program's own context allows.
+type limited struct {
+	x    *Exec
+	next sandbox.Sandbox
+}
+
+func (l limited) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if err := l.x.wait(ctx); err != nil {
+		return sandbox.Result{}, err
+	}
+	return l.next.Run(ctx, spec)
+}
+
+func (l limited) Close() error { return l.next.Close() }
 
 // unclosed is a door's sandbox that the Exec does not close.
 type unclosed struct{ sandbox.Sandbox }

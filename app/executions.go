@@ -15,25 +15,12 @@
 //   - vocab.go names the libraries' types the doors encode (events,
 //     results, cells), so that a door needs app alone.
 //
-// Every execution from every door goes through the same layers, in this
-// order (the outermost first):
-//
-//		rate limit → audit → queue → egress → backend
-//
-//	  - The rate limit (package ratelimit, per session or key) comes first:
-//	    an execution over it waits without holding a worker, or is refused
-//	    before anything is recorded or started.
-//	  - The audit record (session.Audited) is written next, before the
-//	    execution may wait for a worker, so that an execution the log does
-//	    not hold never runs, and its wait shows in the log.
-//	  - The queue (Executions) bounds what runs at once in this process and
-//	    counts every execution by its door in the metrics.
-//	  - The egress proxy (egress.Wrap, put around every backend by
-//	    backends.Open) gives a Spec with a network its allow list.
-//	  - The backend runs the program.
-//
-// StartRun (through session.Start) and StartExec stack the first two over
-// the door's sandbox, which Executions.Sandbox gives with the last three.
+// Every execution from every door goes through the same layers around the
+// backend, stacked by sandbox.Stack, whose comment gives their order and
+// why: StartRun (through session.Start) and StartExec add the rate limit
+// and the audit over the door's sandbox, which Executions.Sandbox gives
+// under the queue, over the backend that backends.Open gave with its
+// egress proxy.
 package app
 
 import (
@@ -124,21 +111,25 @@ func (e *Executions) Do(ctx context.Context, source string, bounded bool, run fu
 	return res, err
 }
 
-// Sandbox is the backend as a door's executions reach it: each Run in a
-// worker's slot (see Do), counted under source. Closing it does nothing:
-// the owner of the Executions closes the backend.
+// Sandbox is the backend as a door's executions reach it: under the queue
+// (sandbox.Stack's Queue layer), each Run in a worker's slot (see Do),
+// counted under source. Closing it does nothing: the owner of the
+// Executions closes the backend.
 func (e *Executions) Sandbox(source string, bounded bool) sandbox.Sandbox {
-	return &queued{e: e, source: source, bounded: bounded}
+	return sandbox.Stack(e.backend, sandbox.Layers{Queue: func(next sandbox.Sandbox) sandbox.Sandbox {
+		return &queued{e: e, source: source, bounded: bounded, next: next}
+	}})
 }
 
 type queued struct {
 	e       *Executions
 	source  string
 	bounded bool
+	next    sandbox.Sandbox
 }
 
 func (q *queued) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	return q.e.Do(ctx, q.source, q.bounded, func() (sandbox.Result, error) { return q.e.backend.Run(ctx, spec) })
+	return q.e.Do(ctx, q.source, q.bounded, func() (sandbox.Result, error) { return q.next.Run(ctx, spec) })
 }
 
 func (q *queued) Close() error { return nil }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/sandbox"
+	"github.com/codeagent/codeagent/sandbox/ratelimit"
 	"github.com/codeagent/codeagent/store"
 )
 
@@ -124,5 +127,42 @@ func TestAuditedWeakIsolation(t *testing.T) {
 		!strings.Contains(ends[1], `"weak_isolation":["ptrace: ptrace attached to PID 1"]`) ||
 		!strings.Contains(ends[2], `"weak_isolation":["ptrace: ptrace attached to PID 1"]`) {
 		t.Fatalf("records: %q", ends)
+	}
+}
+
+// TestRunLimitBeforeAudit: a run's sandbox records an execution once its
+// rate limit admits it (sandbox.Stack's order): one the limit refuses is
+// neither recorded nor run.
+func TestRunLimitBeforeAudit(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "codeagent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	inner := &countingSandbox{}
+	r, err := Start(ctx, Options{Store: st, Label: "mcp-x", Task: "t", Sandbox: inner, PerMinute: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	spec := sandbox.Spec{Command: []string{"true"}}
+	if _, err := r.Sandbox.Run(ctx, spec); err != nil || inner.runs != 1 {
+		t.Fatalf("first execution: %v, %d runs", err, inner.runs)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = r.Sandbox.Run(sctx, spec)
+	var le *ratelimit.LimitError
+	if !errors.As(err, &le) || inner.runs != 1 {
+		t.Fatalf("second execution over 1 a minute: %v, %d runs; want a *ratelimit.LimitError and no run", err, inner.runs)
+	}
+	recs, _ := st.AuditLog(ctx, "mcp-x")
+	var kinds []string
+	for _, rec := range recs {
+		kinds = append(kinds, rec.Kind)
+	}
+	if !slices.Equal(kinds, []string{store.KindExecStart, store.KindExecEnd}) {
+		t.Fatalf("records %q; want the first execution's alone", kinds)
 	}
 }

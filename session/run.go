@@ -99,8 +99,12 @@ func Start(ctx context.Context, o Options) (*Run, error) {
 		bucket = o.Bucket
 	}
 	r.Rec = NewRecorder(ctx, o.Store, sessName, turnID, r.ID, log)
-	// Audited inside the limit: an execution is recorded when it starts.
-	r.Sandbox = ratelimit.NewShared(Audited(o.Sandbox, r.Rec), o.PerMinute, bucket)
+	// Over the door's sandbox, in sandbox.Stack's order: an execution is
+	// recorded once the limit admits it.
+	r.Sandbox = sandbox.Stack(o.Sandbox, sandbox.Layers{
+		RateLimit: func(next sandbox.Sandbox) sandbox.Sandbox { return ratelimit.NewShared(next, o.PerMinute, bucket) },
+		Audit:     func(next sandbox.Sandbox) sandbox.Sandbox { return Audited(next, r.Rec) },
+	})
 	if o.Session == nil {
 		close(r.done)
 		return r, nil

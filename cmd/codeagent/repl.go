@@ -179,7 +179,7 @@ func replIn(ctx context.Context, o replOptions, s stdio, sb sandbox.Sandbox, ws 
 	if rs.run != nil {
 		// In a session, the kernel and each cell are in its audit log.
 		rec = rs.run.Rec
-		sb = session.Audited(sb, rec)
+		sb = sandbox.Stack(sb, sandbox.Layers{Audit: func(next sandbox.Sandbox) sandbox.Sandbox { return session.Audited(next, rec) }})
 	}
 	lim := sandbox.Limits{Memory: o.Limits.Memory}
 	sess := kernel.NewSession(kernel.Options{Sandbox: sb, Workspace: ws.Dir, Limits: lim})

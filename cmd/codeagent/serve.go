@@ -193,7 +193,7 @@ func serve(ctx context.Context, o serveOptions, s stdio) error {
 	}
 	defer sb.Close() // removes the sandboxes started ahead
 	// One execution queue and one set of metrics for the API, its runs and
-	// cells, and MCP at /mcp (app's pipeline order).
+	// cells, and MCP at /mcp (the order of sandbox.Stack).
 	execs := app.NewExecutions(sb, scfg.Workers, scfg.QueueLength)
 	deps.Store, deps.Sandbox, deps.Executions = st, sb, execs
 	// One set of kernels for the API and MCP, under one cap; ended after

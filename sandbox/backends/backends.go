@@ -54,14 +54,15 @@ func Names() []string { return []string{"auto", "namespace", "docker", "kubernet
 
 // Open returns the backend called name; "" and "auto" choose the namespace
 // backend. Errors from a backend that cannot run here are *sandbox.SetupError.
-// Every backend comes with its egress proxy (egress.Wrap): a Spec with a
-// Network reaches the hosts it allows, any other no network at all.
+// Every backend comes with its egress proxy (egress.Wrap, the layer
+// sandbox.Stack puts next to the backend): a Spec with a Network reaches
+// the hosts it allows, any other no network at all.
 func Open(name string, opts Options) (sandbox.Sandbox, error) {
 	sb, err := open(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return egress.Wrap(sb), nil
+	return sandbox.Stack(sb, sandbox.Layers{Egress: egress.Wrap}), nil
 }
 
 func open(name string, opts Options) (sandbox.Sandbox, error) {
