@@ -42,6 +42,9 @@ const (
 	// MaxIterationsCeiling is the most attempts one run may be given, at
 	// every door (CLI, HTTP, MCP, the manifest).
 	MaxIterationsCeiling = 100
+	// MaxStepsCeiling is the most tool calls one run in tool mode may be
+	// given, at every door.
+	MaxStepsCeiling = 200
 )
 
 // Modes of Config.Mode.

@@ -225,8 +225,8 @@ func (cfg *Config) validateTools(langName string) error {
 	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = DefaultMaxSteps
 	}
-	if cfg.MaxSteps < 1 || cfg.MaxSteps > 200 {
-		return fmt.Errorf("%w: max steps %d is not between 1 and 200", ErrConfig, cfg.MaxSteps)
+	if cfg.MaxSteps < 1 || cfg.MaxSteps > MaxStepsCeiling {
+		return fmt.Errorf("%w: max steps %d is not between 1 and %d", ErrConfig, cfg.MaxSteps, MaxStepsCeiling)
 	}
 	for name := range cfg.Tools {
 		if _, ok := execTools[name]; !ok {

@@ -18,7 +18,7 @@ var MinLimits = sandbox.Limits{WallTime: 10 * time.Millisecond, CPUTime: 10 * ti
 
 // CheckMin refuses a limit that l sets (non-zero) below MinLimits, as an
 // error of class ErrInvalid naming the field as the Limits JSON and the
-// HTTP API do (timeout, memory, ...).
+// HTTP API do (limits.timeout, limits.memory, ...).
 func CheckMin(l sandbox.Limits) error {
 	for _, f := range []struct {
 		name     string
@@ -36,7 +36,7 @@ func CheckMin(l sandbox.Limits) error {
 		{"cpus", l.CPUs != 0, l.CPUs < MinLimits.CPUs, fmt.Sprint(l.CPUs), fmt.Sprint(MinLimits.CPUs)},
 	} {
 		if f.set && f.min {
-			return invalidf("limit %s %s is below the least a program can start with, %s", f.name, f.v, f.least)
+			return invalidf("limits.%s: %s is below the least a program can start with, %s", f.name, f.v, f.least)
 		}
 	}
 	return nil

@@ -52,20 +52,6 @@ func (p Program) Spec(dir string) sandbox.Spec {
 		Env: env, Stdin: p.Stdin, Limits: p.Limits, Network: p.Network, Imports: safety.ImportsHint(context.Background(), p.Lang.Name, p.Code)}
 }
 
-// ProgramLanguage is the language of a client's program, named by any
-// name or alias package lang knows; the code must not be empty. Errors are
-// of class Invalid.
-func ProgramLanguage(name, code string) (lang.Language, error) {
-	l, err := lang.Lookup(name)
-	if err != nil {
-		return l, invalidf("%v", err)
-	}
-	if strings.TrimSpace(code) == "" {
-		return l, invalidf("code is required")
-	}
-	return l, nil
-}
-
 var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // CheckEnv refuses a client's environment that has more than MaxEnv
@@ -83,13 +69,24 @@ func CheckEnv(env map[string]string) error {
 }
 
 // CheckFileNames refuses a file name a client may not give a file of a
-// workspace: anything but plain letters, digits, '.', '_', '-', '+' or
-// spaces (no directories, no links to follow).
+// workspace (see CheckFileName).
 func CheckFileNames[V any](files map[string]V) error {
 	for name := range files {
-		if !workspace.ValidName(name) {
-			return invalidf("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories", name)
+		if err := CheckFileName(name); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// CheckFileName refuses a name a client may not give a file of a
+// workspace (workspace.ValidName): anything but a plain name, so no
+// directories and no links to follow. Every door that takes a file's name
+// says it with this message.
+func CheckFileName(name string) error {
+	if !workspace.ValidName(name) {
+		return invalidf("invalid file name %q: a plain name of at most 200 letters, digits, '.', '_', '-', '+' or spaces, "+
+			"starting with a letter, digit or '_', no directories", name)
 	}
 	return nil
 }

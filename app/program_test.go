@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/codeagent/codeagent/sandbox"
 )
 
 // TestProgramSpec: a door's program becomes the same Spec whatever the
@@ -12,9 +14,9 @@ import (
 // default), the language's command and environment with the request's
 // on top, the workspace given.
 func TestProgramSpec(t *testing.T) {
-	py, err := ProgramLanguage("py", "print(1)")
+	py, err := LookupLanguage("py")
 	if err != nil || py.Name != "python" {
-		t.Fatalf("ProgramLanguage(py) = %v, %v", py.Name, err)
+		t.Fatalf("LookupLanguage(py) = %v, %v", py.Name, err)
 	}
 	spec := Program{Lang: py, Code: []byte("print(1)"), Env: map[string]string{"A": "1"}}.Spec("/ws")
 	if spec.Workspace != "/ws" || len(spec.Files) != 1 || spec.Files[0].Path != "/code/main.py" ||
@@ -45,7 +47,7 @@ func TestProgramSpec(t *testing.T) {
 	if got := (Program{Lang: py, Code: []byte("__import__('pandas')")}.Spec("/ws")).Imports; got != nil {
 		t.Errorf("imports of a dynamic import = %q, want unknown (nil)", got)
 	}
-	sh, _ := ProgramLanguage("bash", "echo")
+	sh, _ := LookupLanguage("bash")
 	if got := (Program{Lang: sh, Code: []byte("echo import pandas")}.Spec("/ws")).Imports; got != nil {
 		t.Errorf("imports of a bash script = %q, want unknown (nil)", got)
 	}
@@ -54,13 +56,17 @@ func TestProgramSpec(t *testing.T) {
 // TestProgramRefusals: what no door runs, each refused as the caller's
 // to fix (class Invalid).
 func TestProgramRefusals(t *testing.T) {
+	py, _ := LookupLanguage("python")
 	many := map[string]string{}
 	for i := 0; i <= MaxEnv; i++ {
 		many["V"+strings.Repeat("x", i)] = ""
 	}
 	for name, err := range map[string]error{
-		"unknown language": func() error { _, err := ProgramLanguage("cobol", "x"); return err }(),
-		"empty code":       func() error { _, err := ProgramLanguage("python", " \n"); return err }(),
+		"unknown language": func() error { _, err := LookupLanguage("cobol"); return err }(),
+		"no language":      Program{Code: []byte("x")}.Validate(),
+		"empty code":       Program{Lang: py, Code: []byte(" \n")}.Validate(),
+		"env in program":   Program{Lang: py, Code: []byte("1"), Env: map[string]string{"A B": "1"}}.Validate(),
+		"limit too low":    Program{Lang: py, Code: []byte("1"), Limits: sandbox.Limits{Memory: 1 << 20}}.Validate(),
 		"env name":         CheckEnv(map[string]string{"A=B": "1"}),
 		"env NUL":          CheckEnv(map[string]string{"A": "x\x00y"}),
 		"too many env":     CheckEnv(many),
@@ -73,5 +79,8 @@ func TestProgramRefusals(t *testing.T) {
 	}
 	if err := CheckEnv(map[string]string{"MPLBACKEND": "Agg"}); err != nil {
 		t.Errorf("a plain variable refused: %v", err)
+	}
+	if err := (Program{Lang: py, Code: []byte("print(1)"), Env: map[string]string{"A": "1"}, Limits: sandbox.DefaultLimits()}).Validate(); err != nil {
+		t.Errorf("a plain program refused: %v", err)
 	}
 }

@@ -44,6 +44,9 @@ type RunRequest struct {
 	Config agent.Config
 	// Task is the task in plain language, as the turn records it.
 	Task string
+	// TestCode are the caller's tests, when it gave any: Agent gives them
+	// to a task that has none of its own (see agent.Task.TestCode).
+	TestCode string
 	// Session is the session the run is a turn of (its lease is taken,
 	// its earlier turns summarised for the model, the turn recorded); nil
 	// runs outside any, audited under Label.
@@ -209,13 +212,16 @@ func (r *Run) NewAgent() (*agent.Agent, error) {
 }
 
 // Agent runs a (from NewAgent) on task in ctx (from Begin): task gives the
-// workspace and the tests (its prompt defaults to the request's task); the
+// workspace (its prompt and tests default to the request's); the
 // session's history and the kernel (the session's, or the run's own) are
 // the run's. It fills in the result's usage from the run's meter (which
 // also counts retried requests).
 func (r *Run) Agent(ctx context.Context, a *agent.Agent, task agent.Task) (*agent.Result, error) {
 	if task.Prompt == "" {
 		task.Prompt = r.req.Task
+	}
+	if task.TestCode == "" {
+		task.TestCode = r.req.TestCode
 	}
 	task.History = r.sr.History
 	task.NewKernel = r.sr.NewKernel

@@ -29,7 +29,8 @@ type (
 )
 
 // An agent run's modes, phases and event types (see package agent), and
-// the most attempts any door lets a run ask for.
+// the most attempts and tool calls any door lets a run ask for (and the
+// tool calls it gets when it asks for none).
 const (
 	ModeProgram, ModeTools, ModeAuto = agent.ModeProgram, agent.ModeTools, agent.ModeAuto
 	PhaseTests, PhaseTool            = agent.PhaseTests, agent.PhaseTool
@@ -44,6 +45,8 @@ const (
 	DecisionApprove, DecisionReject, DecisionStop, DecisionExpired = agent.DecisionApprove, agent.DecisionReject, agent.DecisionStop, agent.DecisionExpired
 
 	MaxIterationsCeiling = agent.MaxIterationsCeiling
+	MaxStepsCeiling      = agent.MaxStepsCeiling
+	DefaultMaxSteps      = agent.DefaultMaxSteps
 )
 
 // HasTests reports whether a language takes tests (see agent.HasTests);

@@ -33,9 +33,6 @@ func (s *Server) dependencies(in ExecuteInput, language string) (app.EnvRequest,
 	if s.deps.Envs == nil {
 		return app.EnvRequest{}, argError("dependencies: this server installs none (it has no data directory)")
 	}
-	if in.KeepState && (len(in.Dependencies.Python) > 0 || len(in.Dependencies.JavaScript) > 0) {
-		return app.EnvRequest{}, argError("dependencies: not with keep_state (a kernel's packages are fixed when it starts)")
-	}
 	r, err := app.ClientDependencies(in.Dependencies, language, s.networkBounds())
 	if err != nil {
 		return r, argError("%v", err)

@@ -55,7 +55,9 @@ func (s *Server) checkFiles(files map[string]string) error {
 
 // limits returns the limits of one execution of l: the manifest's tool
 // limits (or the defaults) under what the call asks, which must stay within
-// the server's caps and the manifest's values.
+// the server's caps and the manifest's values. The least a program can
+// start with is the request's own rule (app.Program.Validate,
+// app.CellRequest.Validate).
 func (s *Server) limits(l lang.Language, req *Limits) (sandbox.Limits, error) {
 	base, caps := sandbox.DefaultLimits(), s.cfg.MaxLimits
 	if m := s.deps.Manifest; m != nil {
@@ -81,8 +83,7 @@ func (s *Server) limits(l lang.Language, req *Limits) (sandbox.Limits, error) {
 	if req.CPUs > caps.CPUs {
 		return base, argError("limits.cpus is over this server's maximum of %g", caps.CPUs)
 	}
-	r := sandbox.Limits{WallTime: time.Duration(t * float64(time.Second)), Memory: req.MemoryMB << 20,
-		Disk: req.DiskMB << 20, Processes: req.Processes, CPUs: req.CPUs}
+	r := req.asked()
 	over := []struct {
 		name         string
 		v, max, unit int64
@@ -97,10 +98,16 @@ func (s *Server) limits(l lang.Language, req *Limits) (sandbox.Limits, error) {
 			return base, argError("limits.%s is over this server's maximum of %d", o.name, o.max/o.unit)
 		}
 	}
-	if err := app.CheckMin(r); err != nil {
-		return base, argError("%v", err)
-	}
 	return base.Overlay(r), nil
+}
+
+// asked are the limits a call set (zero fields: not set).
+func (req *Limits) asked() sandbox.Limits {
+	if req == nil {
+		return sandbox.Limits{}
+	}
+	return sandbox.Limits{WallTime: time.Duration(req.TimeoutSeconds * float64(time.Second)), Memory: req.MemoryMB << 20,
+		Disk: req.DiskMB << 20, Processes: req.Processes, CPUs: req.CPUs}
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteInput) (*mcp.CallToolResult, ExecuteOutput, error) {
@@ -110,8 +117,6 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return nil, out, err
 	}
 	switch {
-	case strings.TrimSpace(in.Code) == "":
-		return nil, out, argError("code is empty")
 	case int64(len(in.Code)) > s.cfg.MaxCode:
 		return nil, out, argError("code is %d bytes, more than %s", len(in.Code), sandbox.FormatSize(s.cfg.MaxCode))
 	case int64(len(in.Stdin)) > s.cfg.MaxFile:
@@ -124,7 +129,13 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, out, err
 	}
-	if err := s.checkKeepState(l, in); err != nil {
+	prog := app.Program{Lang: l, Code: []byte(in.Code), Limits: limits}
+	if in.KeepState {
+		err = s.checkCell(in)
+	} else {
+		err = prog.Validate()
+	}
+	if err != nil {
 		return nil, out, err
 	}
 	network, err := s.network(in.AllowHosts)
@@ -159,8 +170,8 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if in.KeepState {
 		return s.executeCell(ctx, st, ws, in, limits, before, x)
 	}
-	spec := app.Program{Lang: l, Code: []byte(in.Code), Stdin: strings.NewReader(in.Stdin), Limits: limits,
-		Network: network, Cache: ws.KeepsCache()}.Spec(ws.Dir)
+	prog.Stdin, prog.Network, prog.Cache = strings.NewReader(in.Stdin), network, ws.KeepsCache()
+	spec := prog.Spec(ws.Dir)
 	if !depReq.Empty() {
 		lease, err := app.EnsureDependencies(ctx, s.deps.Envs, depReq, x.Rec)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -87,8 +88,8 @@ func (s *Server) readFile(ctx context.Context, req *mcp.CallToolRequest, in Read
 
 func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest, in WriteFileInput) (*mcp.CallToolResult, WriteFileOutput, error) {
 	var out WriteFileOutput
-	if !workspace.ValidName(in.Name) {
-		return nil, out, argError("file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories", in.Name)
+	if err := app.CheckFileName(in.Name); err != nil {
+		return nil, out, err
 	}
 	data := []byte(in.Content)
 	if in.ContentBase64 != "" {

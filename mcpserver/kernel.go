@@ -7,7 +7,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -20,22 +19,14 @@ import (
 // session (and names its API key on the HTTP server).
 func kernelKey(st *sessionState) app.KernelKey { return app.KernelKey{Owner: "mcp", Session: st.label} }
 
-// checkKeepState refuses keep_state where it cannot apply.
-func (s *Server) checkKeepState(l lang.Language, in ExecuteInput) error {
-	if !in.KeepState {
-		return nil
-	}
-	switch {
-	case s.deps.Kernels == nil:
+// checkCell refuses keep_state where this server does not offer it, and a
+// cell a kernel cannot take (app.CellRequest.Validate).
+func (s *Server) checkCell(in ExecuteInput) error {
+	if s.deps.Kernels == nil {
 		return argError("keep_state is not offered by this server")
-	case l.Name != "python":
-		return argError("keep_state runs Python only")
-	case len(in.AllowHosts) > 0:
-		return argError("keep_state has no network: allow_hosts does not apply to it")
-	case in.Limits != nil && (in.Limits.MemoryMB != 0 || in.Limits.DiskMB != 0 || in.Limits.Processes != 0 || in.Limits.CPUs != 0):
-		return argError("with keep_state only limits.timeout_seconds applies: the kernel's limits are the server's")
 	}
-	return nil
+	return app.CellRequest{Language: in.Language, Code: in.Code, Stdin: in.Stdin, Limits: in.Limits.asked(),
+		AllowHosts: in.AllowHosts, Dependencies: in.Dependencies}.Validate()
 }
 
 func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspace.Workspace, in ExecuteInput, limits sandbox.Limits,

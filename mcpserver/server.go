@@ -44,10 +44,9 @@ type Config struct {
 	MaxLimits sandbox.Limits
 	// MaxCode bounds code and tests (default 1 MiB); MaxFile one file
 	// written or read (default 10 MiB); MaxFiles the files of one call
-	// (default 100); MaxTask a task's text (default 64 KiB).
+	// (default 100). A task's text is at most app.MaxTaskLen at every door.
 	MaxCode, MaxFile int64
 	MaxFiles         int
-	MaxTask          int
 	// MaxImage bounds one image returned as content (default 2 MiB),
 	// MaxImages their number per result (default 8) and MaxImageTotal
 	// their total size (default 8 MiB).
@@ -115,7 +114,6 @@ func (c Config) withDefaults(m *manifest.Manifest) Config {
 	def64(&c.SessionMaxBytes, 1<<30)
 	def(&c.SessionMaxFiles, 10000)
 	def(&c.MaxFiles, 100)
-	def(&c.MaxTask, 64<<10)
 	def(&c.MaxImages, 8)
 	if m != nil {
 		def(&c.ExecsPerMinute, m.Agent.Limits.ExecutionsPerMinute)

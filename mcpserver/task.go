@@ -14,69 +14,17 @@ import (
 	"github.com/codeagent/codeagent/workspace"
 )
 
+// runTask is the run_task tool: the request checked and assembled
+// (taskRequest), the run in the MCP session's workspace (taskRun), and its
+// outcome (taskOutput).
 func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTaskInput) (*mcp.CallToolResult, RunTaskOutput, error) {
 	var out RunTaskOutput
-	if in.Language == "" {
-		in.Language = s.langs[0]
-	}
-	l, err := s.language(in.Language)
+	rr, err := s.taskRequest(req, in)
 	if err != nil {
 		return nil, out, err
 	}
-	switch {
-	case strings.TrimSpace(in.Task) == "":
-		return nil, out, argError("task is empty")
-	case len(in.Task) > s.cfg.MaxTask:
-		return nil, out, argError("task is longer than %d bytes", s.cfg.MaxTask)
-	case in.MaxIterations < 0 || in.MaxIterations > app.MaxIterationsCeiling:
-		return nil, out, argError("max_iterations %d: want 1 to %d", in.MaxIterations, app.MaxIterationsCeiling)
-	case int64(len(in.Tests)) > s.cfg.MaxCode:
-		return nil, out, argError("tests are larger than %s", sandbox.FormatSize(s.cfg.MaxCode))
-	case in.Tests != "" && !app.HasTests(l.Name):
-		return nil, out, argError("tests need %s, not %s", app.TestLanguages(), l.Name)
-	case in.Mode != "" && in.Mode != app.ModeProgram && in.Mode != app.ModeTools && in.Mode != app.ModeAuto:
-		return nil, out, argError("mode %q: want program, tools or auto", in.Mode)
-	case in.MaxSteps < 0 || in.MaxSteps > 200:
-		return nil, out, argError("max_steps %d: want 1 to 200", in.MaxSteps)
-	case in.Mode == app.ModeTools && (in.Tests != "" || len(in.AllowHosts) > 0):
-		return nil, out, argError("mode tools takes neither tests nor allow_hosts: use mode program (or auto)")
-	}
-	approve, err := approveMode(in.Approve)
-	if err != nil {
-		return nil, out, err
-	}
-	var approver app.Approver
-	if approve != app.ApproveOff {
-		// Before anything runs: a client that cannot be asked gets an
-		// error, never a run nobody approves.
-		if approver, err = s.elicitApprover(req.Session); err != nil {
-			return nil, out, err
-		}
-	}
-	if err := s.checkFiles(in.Files); err != nil {
-		return nil, out, err
-	}
-	limits, err := s.limits(l, nil)
-	if err != nil {
-		return nil, out, err
-	}
-	network, err := s.network(in.AllowHosts)
-	if err != nil {
-		return nil, out, err
-	}
-	installer, err := s.taskInstaller(in, l.Name)
-	if err != nil {
-		return nil, out, err
-	}
-	sb := s.deps.Sandbox
-	if installer != nil {
-		defer installer.Close()
-		sb = installer.Sandbox(sb)
-		in.Mode = app.ModeProgram
-	}
-	maxIter := in.MaxIterations
-	if maxIter == 0 {
-		maxIter = s.cfg.MaxIterations
+	if rr.Installer != nil {
+		defer rr.Installer.Close()
 	}
 	st, ctx, done, err := s.session(ctx, req)
 	if err != nil {
@@ -90,22 +38,87 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 		return nil, out, err
 	}
 	defer unlock()
-	var obs app.Observer
-	if token := req.Params.GetProgressToken(); token != nil {
-		obs = &progress{ctx: ctx, ss: req.Session, token: token}
+	res, err := s.taskRun(ctx, req, st, ws, rr)
+	if ctx.Err() != nil {
+		return nil, out, fmt.Errorf("run_task: %w", context.Cause(ctx))
 	}
-	rr := app.RunRequest{
-		Config: app.AgentConfig{MaxIterations: maxIter, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
-			Limits: limits, Network: network, Mode: in.Mode, MaxSteps: in.MaxSteps, Approve: approve},
-		Task:  in.Task,
-		Label: st.label, Sandbox: sb, Limit: st.limit, Installer: installer,
-		// Audited first: what cannot be recorded does not run.
-		Audit: app.AuditRecord{Kind: "run_task", Data: map[string]any{"task": in.Task, "language": l.Name,
-			"files": keys(in.Files), "max_iterations": maxIter, "tests": in.Tests != "", "allow_hosts": in.AllowHosts, "approve": approve}},
-		Observer: obs, Approver: approver,
-		// What a person may grant a program stays within this server's
-		// egress ceiling, with its byte budget.
-		MayGrantHost: s.networkBounds().MayGrantHost, GrantBase: s.networkBounds().GrantBase(),
+	if err != nil {
+		return nil, out, fmt.Errorf("run_task: %w", err)
+	}
+	return s.taskOutput(ws, res)
+}
+
+// taskRequest decodes run_task's input into the run it asks for, validated
+// (app.RunRequest.Validate) and within this server's bounds, before
+// anything runs: its language, files, limits, network, dependencies (an
+// installer, which the caller closes) and approver. The MCP session's
+// parts (its label, limit, kernel) are taskRun's.
+func (s *Server) taskRequest(req *mcp.CallToolRequest, in RunTaskInput) (app.RunRequest, error) {
+	if in.Language == "" {
+		in.Language = s.langs[0]
+	}
+	l, err := s.language(in.Language)
+	if err != nil {
+		return app.RunRequest{}, err
+	}
+	if int64(len(in.Tests)) > s.cfg.MaxCode {
+		return app.RunRequest{}, argError("tests are larger than %s", sandbox.FormatSize(s.cfg.MaxCode))
+	}
+	approve, err := approveMode(in.Approve)
+	if err != nil {
+		return app.RunRequest{}, err
+	}
+	network, err := s.network(in.AllowHosts)
+	if err != nil {
+		return app.RunRequest{}, err
+	}
+	rr := app.RunRequest{Task: in.Task, TestCode: in.Tests,
+		Config: app.AgentConfig{MaxIterations: in.MaxIterations, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
+			Network: network, Mode: in.Mode, MaxSteps: in.MaxSteps, Approve: approve}}
+	if err := rr.Validate(); err != nil {
+		return rr, err
+	}
+	if approve != app.ApproveOff {
+		// Before anything runs: a client that cannot be asked gets an
+		// error, never a run nobody approves.
+		if rr.Approver, err = s.elicitApprover(req.Session); err != nil {
+			return rr, err
+		}
+	}
+	if err := s.checkFiles(in.Files); err != nil {
+		return rr, err
+	}
+	if rr.Config.Limits, err = s.limits(l, nil); err != nil {
+		return rr, err
+	}
+	if rr.Config.MaxIterations == 0 {
+		rr.Config.MaxIterations = s.cfg.MaxIterations
+	}
+	if rr.Installer, err = s.taskInstaller(in, l.Name); err != nil {
+		return rr, err
+	}
+	rr.Sandbox = s.deps.Sandbox
+	if rr.Installer != nil {
+		rr.Sandbox = rr.Installer.Sandbox(rr.Sandbox)
+		rr.Config.Mode = app.ModeProgram
+	}
+	// Audited first: what cannot be recorded does not run.
+	rr.Audit = app.AuditRecord{Kind: "run_task", Data: map[string]any{"task": in.Task, "language": l.Name,
+		"files": keys(in.Files), "max_iterations": rr.Config.MaxIterations, "tests": in.Tests != "", "allow_hosts": in.AllowHosts,
+		"approve": approve}}
+	// What a person may grant a program stays within this server's
+	// egress ceiling, with its byte budget.
+	rr.MayGrantHost, rr.GrantBase = s.networkBounds().MayGrantHost, s.networkBounds().GrantBase()
+	return rr, nil
+}
+
+// taskRun runs rr in the MCP session st's workspace ws: its label and rate
+// limit, progress notifications when the client asked for them, and tool
+// mode's cells in the session's kernel.
+func (s *Server) taskRun(ctx context.Context, req *mcp.CallToolRequest, st *sessionState, ws *workspace.Workspace, rr app.RunRequest) (*app.RunResult, error) {
+	rr.Label, rr.Limit = st.label, st.limit
+	if token := req.Params.GetProgressToken(); token != nil {
+		rr.Observer = &progress{ctx: ctx, ss: req.Session, token: token}
 	}
 	if km := s.deps.Kernels; km != nil {
 		// Tool mode's cells run in the MCP session's kernel, as
@@ -117,35 +130,35 @@ func (s *Server) runTask(ctx context.Context, req *mcp.CallToolRequest, in RunTa
 	}
 	run, err := s.runs.StartRun(ctx, rr)
 	if err != nil {
-		return nil, out, err
+		return nil, err
 	}
 	a, err := run.NewAgent()
 	if err != nil {
 		run.Close()
-		return nil, out, err
+		return nil, err
 	}
 	rctx, err := run.Begin(ctx)
 	if err != nil {
 		run.Close()
-		return nil, out, err
+		return nil, err
 	}
 	var res *app.RunResult
-	if installer != nil {
-		err = installer.Start(rctx)
+	if rr.Installer != nil {
+		err = rr.Installer.Start(rctx)
 	}
 	if err == nil {
-		res, err = run.Agent(rctx, a, app.Task{Workspace: ws, TestCode: in.Tests})
+		res, err = run.Agent(rctx, a, app.Task{Workspace: ws})
 	}
 	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil && err == nil {
 		err = ferr
 	}
-	if ctx.Err() != nil {
-		return nil, out, fmt.Errorf("run_task: %w", context.Cause(ctx))
-	}
-	if err != nil {
-		return nil, out, fmt.Errorf("run_task: %w", err)
-	}
-	out = RunTaskOutput{Success: res.Success, Attempts: res.Attempts, Code: res.Code, Output: res.Output,
+	return res, err
+}
+
+// taskOutput is run_task's result of res: the outcome as JSON, with the
+// artifacts that are images as image content.
+func (s *Server) taskOutput(ws *workspace.Workspace, res *app.RunResult) (*mcp.CallToolResult, RunTaskOutput, error) {
+	out := RunTaskOutput{Success: res.Success, Attempts: res.Attempts, Code: res.Code, Output: res.Output,
 		Artifacts: res.Artifacts, Message: res.Message, Stopped: res.Stopped, Requests: res.Usage.Requests, Tokens: res.Usage.TotalTokens}
 	if out.Artifacts == nil {
 		out.Artifacts = []workspace.Artifact{}

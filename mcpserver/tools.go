@@ -77,12 +77,12 @@ type RunTaskInput struct {
 	Task          string            `json:"task" jsonschema:"the task in plain language"`
 	Language      string            `json:"language,omitempty" jsonschema:"language of the program (default python)"`
 	Files         map[string]string `json:"files,omitempty" jsonschema:"text input files to write into the workspace first: plain name to content"`
-	MaxIterations int               `json:"max_iterations,omitempty" jsonschema:"attempts at the program (1-100)"`
+	MaxIterations int               `json:"max_iterations,omitempty" jsonschema:"attempts at the program"`
 	Tests         string            `json:"tests,omitempty" jsonschema:"tests that load the solution: pytest importing from solution (python), node --test requiring ./solution.js (javascript), or go test in package main beside solution.go (go); success means they pass"`
 	Verify        *bool             `json:"verify,omitempty" jsonschema:"ask the model whether a successful run completed the task (default true)"`
 	AllowHosts    []string          `json:"allow_hosts,omitempty" jsonschema:"hosts the programs may reach through codeagent's HTTP proxy (HOST[:PORT]), within the server's egress ceiling; none means no network"`
 	Mode          string            `json:"mode,omitempty" jsonschema:"program (default: the model writes whole programs), tools (it calls execute_python in the session's kernel and the workspace's files; the successful cells are replayed as the program) or auto (tools when the model's endpoint takes them)"`
-	MaxSteps      int               `json:"max_steps,omitempty" jsonschema:"tool calls in tool mode (1-200, default 20)"`
+	MaxSteps      int               `json:"max_steps,omitempty" jsonschema:"tool calls in tool mode"`
 	// Dependencies are Python or npm packages installed before the first
 	// program.
 	Dependencies *app.DependenciesRequest `json:"dependencies,omitempty" jsonschema:"program mode only: packages to install first, once, in a sandbox of their own ({python: [\"seaborn==0.13.2\"], index_url: a PEP 503 index} for python, {javascript: [\"lodash@4.17.21\"], npm_registry: an npm registry} for javascript, within the server's egress ceiling); every program of the run gets them"`
@@ -204,8 +204,10 @@ func (s *Server) addTools() error {
 		schema, err := inputSchema[RunTaskInput](func(sc *jsonschema.Schema) {
 			sc.Properties["task"].MinLength = ptr(1)
 			sc.Properties["language"].Description = "language of the program; offered here: " + langs + " (default " + s.langs[0] + ")"
-			sc.Properties["max_iterations"].Minimum = ptr(0.0)
-			sc.Properties["max_iterations"].Maximum = ptr(float64(app.MaxIterationsCeiling))
+			// The ceilings are said here and checked by app.RunRequest.Validate,
+			// which refuses with the message every door gives.
+			sc.Properties["max_iterations"].Description = fmt.Sprintf("attempts at the program (1-%d, default %d)", app.MaxIterationsCeiling, s.cfg.MaxIterations)
+			sc.Properties["max_steps"].Description = fmt.Sprintf("tool calls in tool mode (1-%d, default %d)", app.MaxStepsCeiling, app.DefaultMaxSteps)
 		})
 		if err != nil {
 			return err

@@ -31,10 +31,6 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 		s.runs.unreserve(o.ID)
 		return nil, err
 	}
-	maxIter := req.MaxIterations
-	if maxIter == 0 {
-		maxIter = s.cfg.MaxIterations
-	}
 	r := &run{SessionID: o.ID, Owner: o.Owner, Task: req.Task, Started: time.Now().UTC(),
 		done: make(chan struct{}), notify: make(chan struct{}), status: runRunning,
 		approvals: newApprovals(s.cfg.ApprovalTimeout)}
@@ -59,18 +55,19 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 		installer = app.NewInstaller(s.envs, req.deps, nil)
 		sb = installer.Sandbox(sb)
 	}
-	ar, err := s.agents.StartRun(runCtx, app.RunRequest{
-		Config: app.AgentConfig{MaxIterations: maxIter, Verify: req.Verify == nil || *req.Verify,
-			Lang: req.Language, Network: req.net, Mode: req.Mode, MaxSteps: req.MaxSteps,
-			Approve: req.approve, ReviewModel: reviewModel},
-		Task: req.Task, Session: &sess, Purpose: "codeagent serve",
-		Sandbox: sb, PerMinute: s.cfg.RunExecsPerMinute, Installer: installer,
-		Observer: r, Approver: r.approvals, Review: review, MayGrantHost: s.networkBounds().MayGrantHost,
-		GrantBase: s.networkBounds().GrantBase(),
-		Kernel: &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
-			return s.execCell(ctx, key, wsDir, c, false)
-		}, Restart: func() { s.kernels.Restart(key) }},
-	})
+	rr := req.run
+	if rr.Config.MaxIterations == 0 {
+		rr.Config.MaxIterations = s.cfg.MaxIterations
+	}
+	rr.Config.ReviewModel = reviewModel
+	rr.Session, rr.Purpose = &sess, "codeagent serve"
+	rr.Sandbox, rr.PerMinute, rr.Installer = sb, s.cfg.RunExecsPerMinute, installer
+	rr.Observer, rr.Approver, rr.Review = r, r.approvals, review
+	rr.MayGrantHost, rr.GrantBase = s.networkBounds().MayGrantHost, s.networkBounds().GrantBase()
+	rr.Kernel = &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
+		return s.execCell(ctx, key, wsDir, c, false)
+	}, Restart: func() { s.kernels.Restart(key) }}
+	ar, err := s.agents.StartRun(runCtx, rr)
 	if err != nil {
 		return fail(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/workspace"
 )
@@ -36,11 +35,12 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, limits, err := s.program(req.Language, req.Code, req.Env, req.Limits)
+	prog, err := s.program(req.Language, req.Code, req.Env, req.Limits)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	l := prog.Lang
 	if len(req.Files) > maxExecFiles {
 		s.writeError(w, r, badRequest("at most %d files", maxExecFiles))
 		return
@@ -82,8 +82,8 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	spec := app.Program{Lang: l, Code: []byte(req.Code), Stdin: strings.NewReader(req.Stdin), Env: req.Env,
-		Limits: limits, Network: network}.Spec(dir)
+	prog.Stdin, prog.Network = strings.NewReader(req.Stdin), network
+	spec := prog.Spec(dir)
 	// Like every run, a one-shot execution is in the audit log before it
 	// starts (app.StartExec); it belongs to no session, so its records
 	// name the key that asked for it.
@@ -111,17 +111,18 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res.JSON())
 }
 
-// program checks what /v1/exec and a session's exec share: the program's
-// language and code, its environment, and its limits within the server's
-// range.
-func (s *Server) program(language, code string, env map[string]string, limits map[string]json.RawMessage) (lang.Language, sandbox.Limits, error) {
-	l, err := app.ProgramLanguage(language, code)
+// program is the program of /v1/exec and of a session's fresh exec, as the
+// request names its language and sets its code, environment and limits
+// (within the server's range), validated (app.Program.Validate).
+func (s *Server) program(language, code string, env map[string]string, raw map[string]json.RawMessage) (app.Program, error) {
+	l, err := app.LookupLanguage(language)
 	if err != nil {
-		return l, sandbox.Limits{}, err
+		return app.Program{}, err
 	}
-	if err := app.CheckEnv(env); err != nil {
-		return l, sandbox.Limits{}, err
+	limits, err := s.limits(raw)
+	if err != nil {
+		return app.Program{}, err
 	}
-	lim, err := s.limits(limits)
-	return l, lim, err
+	p := app.Program{Lang: l, Code: []byte(code), Env: env, Limits: sandbox.DefaultLimits().Overlay(limits)}
+	return p, p.Validate()
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -43,9 +42,10 @@ var limitFields = []limitField{
 	{"cpus", kindCores, func(l sandbox.Limits) float64 { return l.CPUs }, func(l *sandbox.Limits, v float64) { l.CPUs = v }},
 }
 
-// limits reads the request's "limits": each field in its range (at least
-// app.MinLimits', at most the server's ExecMaxLimits), or a 400 naming the
-// field. Absent fields take the sandbox defaults.
+// limits reads the request's "limits": each field at most the server's
+// ExecMaxLimits, or a 400 naming the field; the fields the request left
+// out (or set to 0) are zero. The least a program can start with is the
+// request's own rule (app.Program.Validate, app.CellRequest.Validate).
 func (s *Server) limits(raw map[string]json.RawMessage) (sandbox.Limits, error) {
 	var req sandbox.Limits
 	known := map[string]bool{}
@@ -62,11 +62,7 @@ func (s *Server) limits(raw map[string]json.RawMessage) (sandbox.Limits, error) 
 		if v == 0 {
 			continue // the default
 		}
-		lo, hi := f.get(app.MinLimits), f.get(s.cfg.ExecMaxLimits)
-		switch {
-		case v < lo:
-			return req, badRequest("limits.%s: %s is below the least a program can run with, %s", f.name, show(f.kind, v), show(f.kind, lo))
-		case v > hi:
+		if hi := f.get(s.cfg.ExecMaxLimits); v > hi {
 			return req, badRequest("limits.%s: %s is over this server's maximum of %s", f.name, show(f.kind, v), show(f.kind, hi))
 		}
 		f.set(&req, v)
@@ -81,7 +77,7 @@ func (s *Server) limits(raw map[string]json.RawMessage) (sandbox.Limits, error) 
 		sort.Strings(unknown)
 		return req, badRequest("limits.%s: unknown limit (known: timeout, cpu_time, memory, processes, output, file_size, disk, open_files, cpus)", unknown[0])
 	}
-	return sandbox.DefaultLimits().Overlay(req), nil
+	return req, nil
 }
 
 // parseLimit reads one value in the field's unit; 0 means the default.

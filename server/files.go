@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/workspace"
 )
 
@@ -144,8 +145,8 @@ func (s *Server) startUpload(r *http.Request) (*upload, func(), error) {
 // handleUploadRaw stores the request body as the file name.
 func (s *Server) handleUploadRaw(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if !workspace.ValidName(name) {
-		s.writeError(w, r, badRequest("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories, at most 200", name))
+	if err := app.CheckFileName(name); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	up, end, err := s.startUpload(r)
@@ -203,8 +204,8 @@ func (s *Server) handleUploadMultipart(w http.ResponseWriter, r *http.Request) {
 			part.Close()
 			continue
 		}
-		if !workspace.ValidName(name) {
-			s.writeError(w, r, badRequest("invalid file name %q: plain letters, digits, '.', '_', '-', '+' or spaces, no directories, at most 200", name))
+		if err := app.CheckFileName(name); err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		if err := up.add(name, part); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/sandbox"
@@ -47,22 +48,20 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, limits, err := s.program(req.Language, req.Code, req.Env, req.Limits)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	if req.State != "" && req.State != "fresh" && req.State != "keep" {
 		s.writeError(w, r, badRequest("state must be keep or fresh, not %q", req.State))
 		return
 	}
 	keep := req.State == "keep"
-	if keep && l.Name != "python" {
-		s.writeError(w, r, badRequest("state keep runs Python only"))
-		return
+	var prog app.Program
+	var timeout time.Duration
+	if keep {
+		timeout, err = s.cell(req)
+	} else {
+		prog, err = s.program(req.Language, req.Code, req.Env, req.Limits)
 	}
-	if _, timeout := req.Limits["timeout"]; keep && (len(req.Env) > 0 || len(req.Limits) > 1 || (len(req.Limits) == 1 && !timeout)) {
-		s.writeError(w, r, badRequest("with state keep only limits.timeout applies: the kernel's environment and limits are the server's (see --kernel-memory)"))
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if err := s.workspaceFree(r.Context(), o.ID); err != nil {
@@ -81,16 +80,20 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	defer s.endExec()
 	// Audited like /v1/exec: the request, then each execution's start
 	// and end, in the session's name.
+	language := "python" // a cell's (s.cell)
+	if !keep {
+		language = prog.Lang.Name
+	}
 	x, err := app.StartExec(r.Context(), app.ExecRequest{Store: s.deps.Store, Session: o.Name,
 		Sandbox: s.executions.Sandbox("exec", true), Logger: s.log,
-		Audit: app.AuditRecord{Kind: "exec_request", Data: map[string]any{"key": o.Owner, "language": l.Name, "state": cmp.Or(req.State, "fresh")}}})
+		Audit: app.AuditRecord{Kind: "exec_request", Data: map[string]any{"key": o.Owner, "language": language, "state": cmp.Or(req.State, "fresh")}}})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if !keep {
-		spec := app.Program{Lang: l, Code: []byte(req.Code), Stdin: strings.NewReader(req.Stdin), Env: req.Env,
-			Limits: limits, Cache: ws.KeepsCache()}.Spec(ws.Dir)
+		prog.Stdin, prog.Cache = strings.NewReader(req.Stdin), ws.KeepsCache()
+		spec := prog.Spec(ws.Dir)
 		res, err := x.Run(r.Context(), spec)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -100,9 +103,9 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var res app.CellResult
-	_, err = x.Cell(r.Context(), req.Code, limits.WallTime, func() (sandbox.Result, error) {
+	_, err = x.Cell(r.Context(), req.Code, timeout, func() (sandbox.Result, error) {
 		var err error
-		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, app.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: limits.WallTime}, true)
+		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, app.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: timeout}, true)
 		return res.Result, err
 	})
 	if err != nil {
@@ -115,6 +118,21 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("keep the cell", "session", o.ID, "err", err)
 	}
 	writeJSON(w, http.StatusOK, res.JSON())
+}
+
+// cell checks a session exec with state keep as a cell of the session's
+// kernel (app.CellRequest.Validate) and returns its timeout: the request's
+// limits.timeout, within the server's range, or the default.
+func (s *Server) cell(req sessionExecRequest) (time.Duration, error) {
+	limits, err := s.limits(req.Limits)
+	if err != nil {
+		return 0, err
+	}
+	c := app.CellRequest{Language: req.Language, Code: req.Code, Stdin: req.Stdin, Limits: limits, Env: req.Env}
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	return sandbox.DefaultLimits().Overlay(limits).WallTime, nil
 }
 
 // Cells listed at most by one GET /v1/sessions/{id}/cells, and by default.

@@ -1,18 +1,17 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/lang"
 	"github.com/codeagent/codeagent/sandbox"
 )
 
@@ -31,7 +30,6 @@ const (
 	keepFinished = time.Hour
 	maxFinished  = 1000
 	sseHeartbeat = 15 * time.Second
-	maxTaskLen   = 64 << 10
 )
 
 // run is one agent run: its events so far (replayed to late subscribers),
@@ -267,6 +265,7 @@ type runRequest struct {
 	net     *sandbox.Network // Network, checked against the server's ceiling
 	deps    app.EnvRequest   // Dependencies, checked likewise
 	approve string           // Approve, an agent.Approve mode
+	run     app.RunRequest   // the run as decoded and validated (checkRun)
 }
 
 func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
@@ -275,56 +274,9 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	switch {
-	case strings.TrimSpace(req.Task) == "":
-		s.writeError(w, r, badRequest("a task is required"))
-		return
-	case len(req.Task) > maxTaskLen:
-		s.writeError(w, r, badRequest("the task is longer than %d bytes", maxTaskLen))
-		return
-	case req.MaxIterations < 0 || req.MaxIterations > app.MaxIterationsCeiling:
-		s.writeError(w, r, badRequest("max_iterations %d: want 1 to %d", req.MaxIterations, app.MaxIterationsCeiling))
-		return
-	case req.Mode != "" && req.Mode != app.ModeProgram && req.Mode != app.ModeTools && req.Mode != app.ModeAuto:
-		s.writeError(w, r, badRequest("mode %q: want program, tools or auto", req.Mode))
-		return
-	case req.MaxSteps < 0 || req.MaxSteps > 200:
-		s.writeError(w, r, badRequest("max_steps %d: want 1 to 200", req.MaxSteps))
-		return
-	case req.Mode == app.ModeTools && req.Network != nil:
-		s.writeError(w, r, badRequest("mode tools runs Python in a kernel without network: use mode program (or auto) with network"))
-		return
-	}
-	if req.Language == "" {
-		req.Language = "python"
-	}
-	var err error
-	if req.approve, err = approveMode(req.Approve); err != nil {
+	if err := s.checkRun(&req); err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	if err = s.reviewModel(req.ReviewModel); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if _, err := lang.Lookup(req.Language); err != nil {
-		s.writeError(w, r, badRequest("%v", err))
-		return
-	}
-	if req.net, err = s.network(req.Network); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if req.deps, err = app.ClientDependencies(req.Dependencies, req.Language, s.networkBounds()); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if !req.deps.Empty() {
-		if req.Mode == app.ModeTools {
-			s.writeError(w, r, badRequest("mode tools runs Python in the session's kernel, which has no dependencies: use mode program (or auto) with dependencies"))
-			return
-		}
-		req.Mode = app.ModeProgram
 	}
 	if s.isDraining() {
 		s.writeError(w, r, errDraining)
@@ -342,6 +294,39 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/runs/"+run.ID)
 	writeJSON(w, http.StatusAccepted, run.view())
+}
+
+// checkRun reads what a run request's fields mean on this server (the
+// approval, the network and dependencies within its bounds, the reviewer)
+// and validates the run (app.RunRequest.Validate) into req.run, before
+// anything runs.
+func (s *Server) checkRun(req *runRequest) error {
+	var err error
+	if req.approve, err = approveMode(req.Approve); err != nil {
+		return err
+	}
+	if req.net, err = s.network(req.Network); err != nil {
+		return err
+	}
+	req.run = app.RunRequest{Task: req.Task, Config: app.AgentConfig{MaxIterations: req.MaxIterations,
+		Verify: req.Verify == nil || *req.Verify, Lang: cmp.Or(req.Language, "python"), Network: req.net,
+		Mode: req.Mode, MaxSteps: req.MaxSteps, Approve: req.approve}}
+	if err := req.run.Validate(); err != nil {
+		return err
+	}
+	if err := s.reviewModel(req.ReviewModel); err != nil {
+		return err
+	}
+	if req.deps, err = app.ClientDependencies(req.Dependencies, req.run.Config.Lang, s.networkBounds()); err != nil {
+		return err
+	}
+	if !req.deps.Empty() {
+		if req.Mode == app.ModeTools {
+			return badRequest("mode tools runs Python in the session's kernel, which has no dependencies: use mode program (or auto) with dependencies")
+		}
+		req.run.Config.Mode = app.ModeProgram
+	}
+	return nil
 }
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {

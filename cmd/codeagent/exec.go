@@ -158,6 +158,10 @@ func execIn(ctx context.Context, o execOptions, s stdio, code []byte, language l
 		}
 	}
 	limits = limits.Overlay(o.Limits)
+	prog := app.Program{Lang: language, Name: programName(o.File, language), Code: code, Args: o.Args, Env: o.Env, Limits: limits}
+	if err := prog.Validate(); err != nil {
+		return sandbox.Result{}, nil, err
+	}
 	network, trust, err := o.Net.network(m)
 	if err != nil {
 		return sandbox.Result{}, nil, err
@@ -192,8 +196,8 @@ func execIn(ctx context.Context, o execOptions, s stdio, code []byte, language l
 	}
 	defer sb.Close()
 
-	spec := app.Program{Lang: language, Name: programName(o.File, language), Code: code, Args: o.Args, Env: o.Env,
-		Limits: limits, Network: network}.Spec(ws.Dir)
+	prog.Network = network
+	spec := prog.Spec(ws.Dir)
 	if !o.JSON {
 		// Like python3's, exec's output is often piped into another
 		// program: it passes raw, and is escaped only for a terminal.

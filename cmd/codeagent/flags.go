@@ -117,13 +117,14 @@ func (f sizeFlag) Set(s string) error {
 	return nil
 }
 
-// intFlag is an int flag with bounds.
+// intFlag is an int flag with bounds; max 0 leaves the most to the
+// command (a ceiling app checks at every door, as --max-steps').
 type intFlag struct {
 	n        *int
 	min, max int
 }
 
-// intVar registers a bounded int flag with default def.
+// intVar registers a bounded int flag with default def (max 0: none here).
 func intVar(fs *flag.FlagSet, p *int, name string, def, min, max int, usage string) {
 	*p = def
 	fs.Var(intFlag{p, min, max}, name, usage)
@@ -138,7 +139,10 @@ func (f intFlag) String() string {
 
 func (f intFlag) Set(s string) error {
 	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || v < f.min || v > f.max {
+	switch {
+	case f.max == 0 && (err != nil || v < f.min):
+		return fmt.Errorf("want a whole number of at least %d", f.min)
+	case f.max != 0 && (err != nil || v < f.min || v > f.max):
 		return fmt.Errorf("want a whole number from %d to %d", f.min, f.max)
 	}
 	*f.n = v

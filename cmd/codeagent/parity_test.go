@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -206,5 +207,140 @@ func TestBackendFlagsAtEveryDoor(t *testing.T) {
 		if o.Image != "img:test" || o.Kubernetes.Kubeconfig != "/nonexistent/kc" || o.Kubernetes.Namespace != "ns-test" {
 			t.Errorf("%s: the backend got image %q, kubeconfig %q, namespace %q", c.name, o.Image, o.Kubernetes.Kubeconfig, o.Kubernetes.Namespace)
 		}
+	}
+}
+
+// refusal is how a door said no: whether it refused (exit 2, a 400, a tool
+// error) and the message it gave.
+type refusal struct {
+	refused bool
+	message string
+}
+
+// httpRefusal reads a 400's error message.
+func httpRefusal(st int, body string) refusal {
+	var e struct{ Error struct{ Message string } }
+	if json.Unmarshal([]byte(body), &e) != nil || e.Error.Message == "" {
+		return refusal{message: fmt.Sprintf("%d %s", st, body)}
+	}
+	return refusal{refused: st == http.StatusBadRequest, message: e.Error.Message}
+}
+
+// mcpRefusal reads a tool error's text.
+func mcpRefusal(res *mcp.CallToolResult, err error) refusal {
+	if err != nil {
+		return refusal{message: err.Error()}
+	}
+	var text []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			text = append(text, t.Text)
+		}
+	}
+	return refusal{refused: res.IsError, message: strings.Join(text, "\n")}
+}
+
+// checkRefusals: each door refused what, with want in its message, and
+// nothing reached the sandbox.
+func checkRefusals(t *testing.T, rec *recorder, what, want string, doors map[string]refusal) {
+	t.Helper()
+	for name, r := range doors {
+		if !r.refused || !strings.Contains(r.message, want) {
+			t.Errorf("%s: %s: refused %v with %q, want a refusal saying %q", name, what, r.refused, r.message, want)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.specs) != 0 {
+		t.Errorf("%s reached the sandbox", what)
+		rec.specs = nil
+	}
+}
+
+// TestDoorParityRuns: the same bad run request through the command line
+// (run), the HTTP API (a session's runs) and MCP (run_task at /mcp of the
+// same server) is refused by each, as each door says it (exit 2, a 400, a
+// tool error), with the same message (app.RunRequest.Validate), before
+// anything runs: no program reaches the sandbox and no request the model.
+func TestDoorParityRuns(t *testing.T) {
+	rec := &recorder{}
+	openBackend = func(string, backends.Options) (sandbox.Sandbox, error) { return rec, nil }
+	t.Cleanup(func() { openBackend = backends.Open })
+	model, flags := modelServer(t)
+	base, _, _ := startServe(t, append([]string{"--no-token", "--data-dir", t.TempDir()}, flags...)...)
+	ctx, sess := connectServeMCP(t, base)
+	var session struct{ ID string }
+	if st, b, _ := call(t, "POST", base+"/v1/sessions", `{"name": "parity"}`); st != http.StatusCreated || json.Unmarshal([]byte(b), &session) != nil {
+		t.Fatalf("create a session: %d %s", st, b)
+	}
+	for _, c := range []struct {
+		what string
+		cli  []string       // run's flags
+		args map[string]any // the HTTP request's and run_task's fields
+		want string
+	}{
+		{"steps over the ceiling", []string{"--max-steps", "201"}, map[string]any{"max_steps": 201}, "max_steps 201: want 1 to 200"},
+		{"iterations over the ceiling", []string{"--max-iterations", "101"}, map[string]any{"max_iterations": 101}, "max_iterations 101: want 1 to 100"},
+		{"a bad mode", []string{"--mode", "tool"}, map[string]any{"mode": "tool"}, `mode "tool": want program, tools or auto`},
+		{"a bad language", []string{"--lang", "cobol"}, map[string]any{"language": "cobol"}, `unknown language "cobol"`},
+	} {
+		doors := map[string]refusal{}
+		args := append(append([]string{"run", "--data-dir", t.TempDir()}, flags...), c.cli...)
+		code, _, errOut := runCLI(t, "", append(args, "sum the units")...)
+		doors["cli"] = refusal{refused: code == exitUsage, message: errOut}
+		body := map[string]any{"task": "sum the units"}
+		maps.Copy(body, c.args)
+		b, _ := json.Marshal(body)
+		st, out, _ := call(t, "POST", base+"/v1/sessions/"+session.ID+"/runs", string(b))
+		doors["http"] = httpRefusal(st, out)
+		doors["mcp"] = mcpRefusal(sess.CallTool(ctx, &mcp.CallToolParams{Name: "run_task", Arguments: body}))
+		checkRefusals(t, rec, c.what, c.want, doors)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Errorf("the model was asked %d times", n)
+	}
+}
+
+// TestDoorParityCells: the same bad cell of a session's kept kernel
+// through the HTTP API (a session's exec with state keep) and MCP
+// (execute_code with keep_state) is refused by each, a 400 and a tool
+// error, with the same message (app.CellRequest.Validate), before
+// anything runs. The command line's cells (repl) are Python only, and its
+// --timeout is refused when parsed, below the same least (app.MinLimits).
+func TestDoorParityCells(t *testing.T) {
+	rec := &recorder{}
+	openBackend = func(string, backends.Options) (sandbox.Sandbox, error) { return rec, nil }
+	t.Cleanup(func() { openBackend = backends.Open })
+	base, _, _ := startServe(t, "--no-token", "--data-dir", t.TempDir())
+	ctx, sess := connectServeMCP(t, base)
+	var session struct{ ID string }
+	if st, b, _ := call(t, "POST", base+"/v1/sessions", `{"name": "cells"}`); st != http.StatusCreated || json.Unmarshal([]byte(b), &session) != nil {
+		t.Fatalf("create a session: %d %s", st, b)
+	}
+	for _, c := range []struct {
+		what      string
+		http, mcp map[string]any
+		want      string
+	}{
+		{"keep state for bash", map[string]any{"language": "bash", "code": "echo", "state": "keep"},
+			map[string]any{"language": "bash", "code": "echo", "keep_state": true}, "keep state runs Python only"},
+		{"a timeout below the least", map[string]any{"language": "python", "code": "1", "state": "keep", "limits": map[string]any{"timeout": "1ms"}},
+			map[string]any{"language": "python", "code": "1", "keep_state": true, "limits": map[string]any{"timeout_seconds": 0.001}},
+			"limits.timeout: 1ms is below the least a program can start with, 10ms"},
+		{"another limit", map[string]any{"language": "python", "code": "1", "state": "keep", "limits": map[string]any{"memory": "64MiB"}},
+			map[string]any{"language": "python", "code": "1", "keep_state": true, "limits": map[string]any{"memory_mb": 64}},
+			"with keep state only the timeout applies"},
+		{"an empty cell", map[string]any{"language": "python", "code": " ", "state": "keep"},
+			map[string]any{"language": "python", "code": " ", "keep_state": true}, "the cell is empty"},
+	} {
+		b, _ := json.Marshal(c.http)
+		st, out, _ := call(t, "POST", base+"/v1/sessions/"+session.ID+"/exec", string(b))
+		checkRefusals(t, rec, c.what, c.want, map[string]refusal{
+			"http": httpRefusal(st, out),
+			"mcp":  mcpRefusal(sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: c.mcp})),
+		})
+	}
+	if code, _, errOut := runCLI(t, "", "repl", "--timeout", "1ms"); code != exitUsage || !strings.Contains(errOut, "10ms") {
+		t.Errorf("repl --timeout 1ms: exit %d, %s", code, errOut)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
@@ -302,6 +303,12 @@ func (r *repl) readCell() (string, error) {
 // runCell runs code and shows what became of it: output as it comes, then
 // the value and displays, figures saved, and the kernel's fate.
 func (r *repl) runCell(ctx context.Context, code string) error {
+	// A cell follows every door's rules (app.CellRequest): one refused is
+	// said, and the next is read.
+	if err := (app.CellRequest{Language: "python", Code: code, Limits: sandbox.Limits{WallTime: r.timeout}}).Validate(); err != nil {
+		printErr(r.s.err, "%v", err)
+		return nil
+	}
 	out, flushOut := liveOutput(r.s.out)
 	errOut, flushErr := liveOutput(r.s.err)
 	cctx, cancel := context.WithCancel(ctx)

@@ -8,20 +8,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
-	"github.com/codeagent/codeagent/sandbox/backends"
-	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
-	"github.com/codeagent/codeagent/workspace"
 )
 
 // localPerMinute is a local run's default rate limit per session: well
@@ -95,7 +91,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	}
 	o := runOptions{Getenv: os.Getenv}
 	o.Provider = addProviderFlags(fs)
-	fs.IntVar(&o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, "attempts at the program (verification rounds in tool mode)")
+	intVar(fs, &o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, 1, 0, "attempts at the program (verification rounds in tool mode), at most "+strconv.Itoa(app.MaxIterationsCeiling))
 	intVar(fs, &o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, 0, 100, "failed repairs in a row before starting afresh from the task (0: never)")
 	fs.Var((*repeated)(&o.Files), "file", "copy an input file into the workspace (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
@@ -123,7 +119,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
 	fs.StringVar(&o.Mode, "mode", agent.ModeAuto, "tools (the model calls tools), program (it writes whole programs) or auto")
-	intVar(fs, &o.MaxSteps, "max-steps", agent.DefaultMaxSteps, 1, 200, "tool calls in tool mode, within --max-iterations verification rounds")
+	intVar(fs, &o.MaxSteps, "max-steps", agent.DefaultMaxSteps, 1, 0, "tool calls in tool mode, within --max-iterations rounds, at most "+strconv.Itoa(app.MaxStepsCeiling))
 	o.Net.register(fs)
 	o.Deps.register(fs)
 	o.Approval.register(fs)
@@ -151,11 +147,10 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	return runExit(s, o, res, fin, err)
 }
 
-// validate checks flag combinations.
+// validate checks flag combinations; the rules of the run itself are
+// app.RunRequest.Validate's (prepareRun).
 func (o *runOptions) validate(fs *flag.FlagSet) error {
 	switch {
-	case o.MaxIterations < 1 || o.MaxIterations > agent.MaxIterationsCeiling:
-		return usagef("--max-iterations %d: want 1 to %d", o.MaxIterations, agent.MaxIterationsCeiling)
 	case o.Tests && o.TestFile != "":
 		return usagef("--tests and --test-file exclude each other: the model writes tests, or you give them")
 	case o.MinCoverage != 0:
@@ -167,10 +162,6 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 		return usagef("--session and --workdir exclude each other: a session keeps its own workspace")
 	case o.Wait && o.Session == "":
 		return usagef("--wait is for --session: only a session can be in use by another process")
-	case o.Mode != agent.ModeTools && o.Mode != agent.ModeProgram && o.Mode != agent.ModeAuto:
-		return usagef("--mode %q: want tools, program or auto", o.Mode)
-	case o.Mode == agent.ModeTools && (o.Tests || o.TestFile != ""):
-		return usagef("--mode tools does not take tests: use --mode program (or auto) with --tests or --test-file")
 	case o.Mode == agent.ModeProgram && o.setFlags["max-steps"]:
 		return usagef("--max-steps counts tool calls: it is for --mode tools or auto")
 	}
@@ -194,22 +185,15 @@ func (o *runOptions) validate(fs *flag.FlagSet) error {
 	return checkWorkdir("out", o.Out)
 }
 
-// runRun sets up the workspace, sandbox, checker and model, runs the agent
-// and copies the artifacts out. Errors before the run are usage errors
-// where the user can fix them.
+// runRun runs the agent on the task: the request read and validated
+// (prepareRun) before anything is opened, then the store and session, the
+// sandbox, the installer, the checker and the observers, the run started
+// in its session (whose lease comes before its workspace is touched), its
+// workspace (runWorkspace), the agent (agentRun) and the files copied out
+// (copyRunOut). Errors before the run are usage errors where the user can
+// fix them.
 func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin *folderFinish, err error) {
-	m, policy, err := o.applyManifest()
-	if err != nil {
-		return nil, nil, err
-	}
-	network, trust, err := o.Net.network(m)
-	if err != nil {
-		return nil, nil, err
-	}
-	if network != nil {
-		policy = policy.WithNetwork() // the proxy decides the hosts; HTTP clients may be used
-	}
-	cfg, err := o.Provider.resolve(o.Getenv)
+	p, err := prepareRun(&o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -226,51 +210,28 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 	if err != nil {
 		return nil, nil, err
 	}
-	var testCode string
-	if o.TestFile != "" {
-		b, err := readSmallFile(o.TestFile, maxTestFile)
-		if err != nil {
-			return nil, nil, usagef("--test-file: %w", err)
-		}
-		testCode = string(b)
-	}
-	if err := checkInputs(o.Files); err != nil {
-		return nil, nil, err
-	}
 	logger := newLogger(s.err)
-	backend := o.Backend
-	if m != nil && m.Agent.Backend != "" && !o.setFlags["backend"] {
-		backend = m.Agent.Backend
-	}
-	// A run executes several programs: keep sandboxes started ahead.
-	sb, err := openBackend(backend, o.Backends.options(backends.Options{AllowWeakIsolation: o.AllowWeak, Warm: 2, WarmPython: 1, Logger: logger}))
-	if errors.Is(err, backends.ErrUnknown) {
-		return nil, nil, usageError{err}
-	}
+	sb, backend, err := runSandbox(o, p.m, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer sb.Close()
-	installer, err := runInstaller(ctx, o, m, s, sb, backend, dataDir, trust)
+	installer, err := runInstaller(ctx, o, p.m, s, sb, backend, dataDir, p.trust)
 	if err != nil {
 		return nil, nil, err
 	}
-	var installed []string
-	runSB := sb
+	rr := p.req
+	rr.Sandbox = sb
 	if installer != nil {
 		defer installer.Close()
-		runSB = installer.Sandbox(sb)
+		rr.Sandbox, rr.Installer = installer.Sandbox(sb), installer
 		if l := installer.Lease(); l != nil {
-			for _, p := range l.Packages {
-				installed = append(installed, p.Name+" "+p.Version)
+			for _, pkg := range l.Packages {
+				rr.Config.Installed = append(rr.Config.Installed, pkg.Name+" "+pkg.Version)
 			}
 		}
 	}
-	perMinute := localPerMinute
-	if m != nil && m.Agent.Limits.ExecutionsPerMinute > 0 {
-		perMinute = m.Agent.Limits.ExecutionsPerMinute
-	}
-	checker, err := safety.New(policy)
+	checker, err := safety.New(p.policy)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -280,113 +241,33 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 		return nil, nil, err
 	}
 	defer closeEvents()
-	review, approver, err := o.approvalParts(m, cfg, s)
-	if err != nil {
+	rr.Observer = obs
+	if rr.Review, rr.Approver, err = o.approvalParts(p.m, p.model, s); err != nil {
 		return nil, nil, err
+	}
+	rr.Session, rr.Purpose, rr.Wait = sess, "codeagent run", o.Wait
+	rr.OnWait = func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) }
+	rr.PerMinute = localPerMinute
+	if p.m != nil && p.m.Agent.Limits.ExecutionsPerMinute > 0 {
+		rr.PerMinute = p.m.Agent.Limits.ExecutionsPerMinute
 	}
 	// One checker: the policy is this run's, with or without a network.
-	runs := &app.Runs{Store: st, Model: &cfg, Checkers: &app.Checkers{Plain: checker, Net: checker},
+	runs := &app.Runs{Store: st, Model: &p.model, Checkers: &app.Checkers{Plain: checker, Net: checker},
 		Secrets: []string{o.Getenv(llm.EnvOpenAIKey), o.Getenv(llm.EnvAnthropicKey)}, Logger: logger}
-	// The session's lease comes before its workspace is touched.
-	run, err := runs.StartRun(ctx, app.RunRequest{
-		Config: agent.Config{
-			MaxIterations: o.MaxIterations, FreshStartAfter: o.FreshStartAfter, Verify: !o.NoVerify,
-			Lang: o.Lang, Limits: o.Limits, Tests: o.Tests, Network: network,
-			Mode: o.Mode, MaxSteps: o.MaxSteps, Tools: o.tools, Installed: installed, Approve: o.Approval.Approve,
-			NoTrace: o.NoTrace,
-		},
-		Task: o.Task, Session: sess, Purpose: "codeagent run",
-		Wait: o.Wait, OnWait: func(h *store.LeaseHeldError) { printErr(s.err, "%v: waiting for it (--wait)", h) },
-		Sandbox: runSB, PerMinute: perMinute, Observer: obs, Installer: installer, Approver: approver, Review: review,
-		GrantBase: &sandbox.Network{CACerts: trust}})
+	run, err := runs.StartRun(ctx, rr)
 	if err != nil {
 		return nil, nil, err
 	}
-	var ws *workspace.Workspace
-	var folder *workspace.Folder
-	if o.Folder != "" {
-		if folder, err = offerFolder(o.Folder, os.TempDir(), s); err != nil {
-			run.Close()
-			return nil, nil, usageError{err}
-		}
-	}
-	if sess != nil {
-		ws, err = openSessionWorkspace(dataDir, sess.Name)
-	} else {
-		ws, err = workspace.New(o.Workdir)
-	}
-	if err == nil && folder != nil {
-		if err = seedFolder(folder, ws, s); err != nil {
-			ws.Close()
-		}
-	}
-	if err != nil {
-		run.Close()
-		return nil, nil, usageError{err}
-	}
-	fin = &folderFinish{f: folder, ws: ws, dataDir: dataDir}
-	for _, f := range o.Files {
-		if sess == nil {
-			_, err = ws.CopyIn(f, maxInputFile) // never over a file of the user's --workdir
-		} else {
-			err = updateSessionFile(ws, f, s)
-		}
-		if err != nil {
-			run.Close()
-			return nil, fin, usageError{err}
-		}
-	}
-	a, err := run.NewAgent()
-	if err != nil {
-		run.Close()
-		return nil, fin, usageError{err}
-	}
-	rctx, err := run.Begin(ctx)
+	ws, fin, err := runWorkspace(o, s, sess != nil, dataDir)
 	if err != nil {
 		run.Close()
 		return nil, fin, err
 	}
-	// A wait for the session's rate limit is said, not a silent stall.
-	rctx = app.WithRateWaitNotice(rctx, func(wait time.Duration, perMinute int) {
-		printErr(s.err, "waiting %s: the session's rate limit of %d executions a minute", wait.Round(100*time.Millisecond), perMinute)
-	})
-	res, err = run.Agent(rctx, a, agent.Task{Workspace: ws, TestCode: testCode})
-	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil {
-		var ae *session.AuditError
-		if errors.As(ferr, &ae) {
-			res.Success, res.Message = false, ae.Error()
-		}
-		switch {
-		case err == nil:
-			err = ferr
-		case !errors.As(err, &ae):
-			err = errors.Join(err, ferr)
-		}
+	res, a, err := agentRun(ctx, run, ws, s)
+	if a == nil {
+		return nil, fin, err
 	}
-	if o.Out != "" {
-		// The program goes along only when it succeeded: after a rejected
-		// attempt the file in the workspace is an older program.
-		arts := res.Artifacts
-		if res.Success {
-			arts = append([]workspace.Artifact{{Path: a.SolutionFile(), Dest: path.Base(a.SolutionFile())}}, arts...)
-			if o.TestFile != "" || o.Tests {
-				arts = append(arts, workspace.Artifact{Path: a.TestFile(), Dest: path.Base(a.TestFile())})
-			}
-		}
-		copyOut := ws.CopyOutNew
-		if o.Force {
-			copyOut = ws.CopyOut
-		}
-		if _, cerr := copyOut(arts, o.Out, 0); cerr != nil {
-			printErr(s.err, "copying to %s: %v", o.Out, cerr)
-			if errors.Is(cerr, workspace.ErrExists) {
-				printErr(s.err, "--force replaces files already in %s", o.Out)
-			}
-		}
-	}
-	if o.Out == "" && folder == nil && ws.Temporary() && len(res.Artifacts) > 0 && !o.JSON {
-		printErr(s.err, "the files the program wrote were in a temporary workspace, removed with it: --out DIR copies them out")
-	}
+	copyRunOut(o, s, a, ws, res, fin.f != nil)
 	return res, fin, err
 }
 
