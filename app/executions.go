@@ -12,8 +12,12 @@
 //     may ask for.
 //   - Describe (errors.go) gives every error its class, which each door
 //     maps once: exit statuses, HTTP statuses, MCP tool errors.
-//   - vocab.go names the libraries' types the doors encode (events,
-//     results, cells), so that a door needs app alone.
+//   - Validate (validate.go) holds the rules of a run, a program and a
+//     cell, written once.
+//
+// A door encodes and decodes the libraries' own types where they live
+// (agent's events, results and approvals, kernel's cells), but calls
+// no function of agent or kernel: that work is app's (TestDoorsAreTransports).
 //
 // Every execution from every door goes through the same layers around the
 // backend, stacked by sandbox.Stack, whose comment gives their order and

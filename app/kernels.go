@@ -84,7 +84,7 @@ var keptMIME = []string{"text/plain", "text/html", "text/markdown"}
 // store.MaxCellText each (the
 // displays' texts together), and the names of its figures. Its start is
 // its end less its wall time.
-func KeepCell(ctx context.Context, st *store.Store, r *Redactor, sessionID, code string, res CellResult) (store.Cell, error) {
+func KeepCell(ctx context.Context, st *store.Store, r *Redactor, sessionID, code string, res kernel.Result) (store.Cell, error) {
 	type shown struct {
 		Kind string            `json:"kind"`
 		Data map[string]string `json:"data"`

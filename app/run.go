@@ -296,3 +296,7 @@ func (c *Checkers) For(nw *sandbox.Network) (*safety.Checker, error) {
 
 // Close closes the checker For built; Plain and Net are the caller's.
 func (c *Checkers) Close() { c.lazy.Close() }
+
+// Observers is one agent.Observer telling each of obs (nil ones skipped):
+// a door adds its own (the event stream) to a run's recorder.
+func Observers(obs ...agent.Observer) agent.Observer { return agent.Observers(obs...) }

@@ -30,11 +30,11 @@ func (r RunRequest) Validate() error {
 		return invalidf("a task is required")
 	case len(r.Task) > MaxTaskLen:
 		return invalidf("the task is longer than %d bytes", MaxTaskLen)
-	case c.MaxIterations < 0 || c.MaxIterations > MaxIterationsCeiling:
-		return invalidf("max_iterations %d: want 1 to %d", c.MaxIterations, MaxIterationsCeiling)
-	case c.MaxSteps < 0 || c.MaxSteps > MaxStepsCeiling:
-		return invalidf("max_steps %d: want 1 to %d", c.MaxSteps, MaxStepsCeiling)
-	case c.Mode != "" && c.Mode != ModeProgram && c.Mode != ModeTools && c.Mode != ModeAuto:
+	case c.MaxIterations < 0 || c.MaxIterations > agent.MaxIterationsCeiling:
+		return invalidf("max_iterations %d: want 1 to %d", c.MaxIterations, agent.MaxIterationsCeiling)
+	case c.MaxSteps < 0 || c.MaxSteps > agent.MaxStepsCeiling:
+		return invalidf("max_steps %d: want 1 to %d", c.MaxSteps, agent.MaxStepsCeiling)
+	case c.Mode != "" && c.Mode != agent.ModeProgram && c.Mode != agent.ModeTools && c.Mode != agent.ModeAuto:
 		return invalidf("mode %q: want program, tools or auto", c.Mode)
 	case !agent.ValidApprove(c.Approve):
 		return invalidf("approve %q: want always or on-finding", c.Approve)
@@ -49,13 +49,13 @@ func (r RunRequest) Validate() error {
 	}
 	tests := c.Tests || r.TestCode != ""
 	switch {
-	case c.Tests && !HasTests(name):
-		return invalidf("test-driven mode needs %s, not %s", TestLanguages(), name)
-	case r.TestCode != "" && !HasTests(name):
-		return invalidf("tests need %s, not %s", TestLanguages(), name)
-	case tests && c.Mode == ModeTools:
+	case c.Tests && !agent.HasTests(name):
+		return invalidf("test-driven mode needs %s, not %s", agent.TestLanguages(), name)
+	case r.TestCode != "" && !agent.HasTests(name):
+		return invalidf("tests need %s, not %s", agent.TestLanguages(), name)
+	case tests && c.Mode == agent.ModeTools:
 		return invalidf("mode tools takes no tests: use mode program (or auto) with tests")
-	case c.Network != nil && c.Mode == ModeTools:
+	case c.Network != nil && c.Mode == agent.ModeTools:
 		return invalidf("mode tools runs Python in a kernel without network: use mode program (or auto) with network")
 	}
 	return nil

@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"github.com/codeagent/codeagent/agent"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,8 @@ func TestRunRequestValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("a plain run refused: %v", err)
 	}
-	full := RunRequest{Task: "t", TestCode: "def test(): pass\n", Config: AgentConfig{MaxIterations: MaxIterationsCeiling,
-		MaxSteps: MaxStepsCeiling, Mode: ModeAuto, Lang: "py", Network: &sandbox.Network{}, Approve: ApproveOnFinding}}
+	full := RunRequest{Task: "t", TestCode: "def test(): pass\n", Config: agent.Config{MaxIterations: agent.MaxIterationsCeiling,
+		MaxSteps: agent.MaxStepsCeiling, Mode: agent.ModeAuto, Lang: "py", Network: &sandbox.Network{}, Approve: agent.ApproveOnFinding}}
 	if err := full.Validate(); err != nil {
 		t.Fatalf("a run at the ceilings refused: %v", err)
 	}
@@ -28,16 +29,16 @@ func TestRunRequestValidate(t *testing.T) {
 	}{
 		{with(func(r *RunRequest) { r.Task = " \n" }), "a task is required"},
 		{with(func(r *RunRequest) { r.Task = strings.Repeat("x", MaxTaskLen+1) }), "the task is longer than 65536 bytes"},
-		{with(func(r *RunRequest) { r.Config.MaxIterations = MaxIterationsCeiling + 1 }), "max_iterations 101: want 1 to 100"},
+		{with(func(r *RunRequest) { r.Config.MaxIterations = agent.MaxIterationsCeiling + 1 }), "max_iterations 101: want 1 to 100"},
 		{with(func(r *RunRequest) { r.Config.MaxIterations = -1 }), "max_iterations -1: want 1 to 100"},
-		{with(func(r *RunRequest) { r.Config.MaxSteps = MaxStepsCeiling + 1 }), "max_steps 201: want 1 to 200"},
+		{with(func(r *RunRequest) { r.Config.MaxSteps = agent.MaxStepsCeiling + 1 }), "max_steps 201: want 1 to 200"},
 		{with(func(r *RunRequest) { r.Config.Mode = "tool" }), `mode "tool": want program, tools or auto`},
 		{with(func(r *RunRequest) { r.Config.Approve = "sometimes" }), `approve "sometimes": want always or on-finding`},
 		{with(func(r *RunRequest) { r.Config.Lang = "cobol" }), `unknown language "cobol"`},
 		{with(func(r *RunRequest) { r.Config.Lang, r.TestCode = "bash", "x" }), "tests need go, javascript or python, not bash"},
 		{with(func(r *RunRequest) { r.Config.Lang, r.Config.Tests = "bash", true }), "test-driven mode needs go, javascript or python, not bash"},
-		{with(func(r *RunRequest) { r.Config.Mode, r.Config.Tests = ModeTools, true }), "mode tools takes no tests"},
-		{with(func(r *RunRequest) { r.Config.Mode, r.Config.Network = ModeTools, &sandbox.Network{} }), "mode tools runs Python in a kernel without network"},
+		{with(func(r *RunRequest) { r.Config.Mode, r.Config.Tests = agent.ModeTools, true }), "mode tools takes no tests"},
+		{with(func(r *RunRequest) { r.Config.Mode, r.Config.Network = agent.ModeTools, &sandbox.Network{} }), "mode tools runs Python in a kernel without network"},
 	} {
 		err := c.req.Validate()
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {

@@ -3,13 +3,12 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"github.com/codeagent/codeagent/agent"
 	"strings"
 	"unicode"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/termtext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // mrtrProtocol is the first MCP protocol version in which a server may
@@ -25,11 +24,11 @@ const mrtrProtocol = "2026-07-28"
 func approveMode(v string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "", "false":
-		return app.ApproveOff, nil
+		return agent.ApproveOff, nil
 	case "always", "true":
-		return app.ApproveAlways, nil
+		return agent.ApproveAlways, nil
 	case "on-finding":
-		return app.ApproveOnFinding, nil
+		return agent.ApproveOnFinding, nil
 	}
 	return "", argError("approve %q: want always (or true), on-finding, or none", cutRunes(v, 40))
 }
@@ -39,7 +38,7 @@ func approveMode(v string) (string, error) {
 // answers. It refuses, before anything runs, a client that does not
 // declare form elicitation, or one whose protocol version forbids asking
 // during the call, so that approve never runs silently unasked.
-func (s *Server) elicitApprover(ss *mcp.ServerSession) (app.Approver, error) {
+func (s *Server) elicitApprover(ss *mcp.ServerSession) (agent.Approver, error) {
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return nil, argError("approve needs a client that supports MCP elicitation (form); this client does not declare it")
@@ -68,38 +67,38 @@ type elicitor struct {
 	schema map[string]any
 }
 
-// Approve implements app.Approver: the client's accept is the decision
+// Approve implements agent.Approver: the client's accept is the decision
 // in its form (approve when it gives none), decline a rejection, cancel a
 // stop.
-func (e *elicitor) Approve(ctx context.Context, req app.ApprovalRequest) (app.Decision, error) {
+func (e *elicitor) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
 	res, err := e.ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: approvalMessage(req), RequestedSchema: e.schema})
 	if err != nil {
-		return app.Decision{}, fmt.Errorf("asking the MCP client: %w", err)
+		return agent.Decision{}, fmt.Errorf("asking the MCP client: %w", err)
 	}
 	str := func(k string) string { v, _ := res.Content[k].(string); return v }
-	d := app.Decision{By: e.by, Reason: strings.TrimSpace(str("reason"))}
+	d := agent.Decision{By: e.by, Reason: strings.TrimSpace(str("reason"))}
 	switch res.Action {
 	case "accept":
 		d.Decision = str("decision")
 		if d.Decision == "" {
-			d.Decision = app.DecisionApprove
+			d.Decision = agent.DecisionApprove
 		}
-		if d.Decision == app.DecisionApprove {
+		if d.Decision == agent.DecisionApprove {
 			d.Code = str("code")
 			d.Rest, _ = res.Content["rest"].(bool)
 		}
 	case "decline":
-		d.Decision = app.DecisionReject
+		d.Decision = agent.DecisionReject
 		if d.Reason == "" {
 			d.Reason = "declined by the MCP client"
 		}
 	case "cancel":
-		d.Decision = app.DecisionStop
+		d.Decision = agent.DecisionStop
 		if d.Reason == "" {
 			d.Reason = "cancelled by the MCP client"
 		}
 	default:
-		return app.Decision{}, fmt.Errorf("the MCP client answered the approval with action %q", cutRunes(res.Action, 40))
+		return agent.Decision{}, fmt.Errorf("the MCP client answered the approval with action %q", cutRunes(res.Action, 40))
 	}
 	return d, nil
 }
@@ -111,7 +110,7 @@ func approvalSchema(maxCode int64) map[string]any {
 		"type": "object",
 		"properties": map[string]any{
 			"decision": map[string]any{"type": "string", "title": "Decision", "enum": []string{
-				app.DecisionApprove, app.DecisionReject, app.DecisionStop},
+				agent.DecisionApprove, agent.DecisionReject, agent.DecisionStop},
 				"description": "approve runs the program; reject does not, and the reason goes to the model; stop ends the run"},
 			"reason": map[string]any{"type": "string", "title": "Reason", "maxLength": 2000,
 				"description": "optional: why, for the model (on reject) and the audit log"},
@@ -132,10 +131,10 @@ func approvalSchema(maxCode int64) map[string]any {
 // render the rest as markup (an HTML comment hides text); characters a
 // terminal acts on and bidirectional controls, which reorder what is
 // shown, are shown escaped (termtext), as the CLI's approver shows them.
-func approvalMessage(req app.ApprovalRequest) string {
+func approvalMessage(req agent.ApprovalRequest) string {
 	var b strings.Builder
 	at := fmt.Sprintf("attempt %d", req.Attempt)
-	if req.Phase == app.PhaseTests {
+	if req.Phase == agent.PhaseTests {
 		at += " (tests)"
 	}
 	if req.Step > 0 {

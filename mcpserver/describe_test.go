@@ -1,10 +1,9 @@
 package mcpserver
 
 import (
-	"testing"
-
-	"github.com/codeagent/codeagent/app"
+	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/safety"
+	"testing"
 )
 
 // A check that passed with lint warnings says so in run_task's progress;
@@ -22,7 +21,7 @@ func TestDescribeCheckedCountsWarnings(t *testing.T) {
 		{&yes, []safety.Finding{lint}, "attempt 1/3: checked, passed with 1 warning(s)"},
 		{&no, []safety.Finding{danger, lint}, "attempt 1/3: checked, 1 finding(s)"},
 	} {
-		e := app.Event{Type: app.EventChecked, Attempt: 1, MaxAttempts: 3, Safe: c.safe, Findings: c.findings}
+		e := agent.Event{Type: agent.EventChecked, Attempt: 1, MaxAttempts: 3, Safe: c.safe, Findings: c.findings}
 		if got := describe(e); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.findings, got, c.want)
 		}

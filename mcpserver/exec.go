@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codeagent/codeagent/agent"
 	"math"
 	"strings"
 	"time"
@@ -227,7 +228,7 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 	if s.deps.Store != nil {
 		safe := out.Safe
 		x, _ := s.startExec(ctx, st, app.AuditRecord{}) // writes nothing yet
-		x.Rec.Event(app.Event{Type: app.EventChecked,
+		x.Rec.Event(agent.Event{Type: agent.EventChecked,
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "check_code", Findings: out.Findings, Safe: &safe})
 	}
 	return nil, out, nil
@@ -237,7 +238,7 @@ func (s *Server) checkCode(ctx context.Context, req *mcp.CallToolRequest, in Che
 // workspace's changes since before in out.
 func collect(x *app.Exec, ws *workspace.Workspace, before workspace.Snapshot, out *ExecuteOutput, wall time.Duration) error {
 	if x != nil {
-		x.Rec.Event(app.Event{Type: app.EventExecuted,
+		x.Rec.Event(agent.Event{Type: agent.EventExecuted,
 			Time: time.Now(), Attempt: 1, MaxAttempts: 1, Phase: "execute_code", Result: &out.ResultJSON, DurationMS: wall.Milliseconds()})
 	}
 	var err error

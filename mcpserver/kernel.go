@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/base64"
+	"github.com/codeagent/codeagent/kernel"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,7 +18,7 @@ import (
 
 // kernelKey names an MCP session's kernel. The label is unique to the MCP
 // session (and names its API key on the HTTP server).
-func kernelKey(st *sessionState) app.KernelKey { return app.KernelKey{Owner: "mcp", Session: st.label} }
+func kernelKey(st *sessionState) kernel.Key { return kernel.Key{Owner: "mcp", Session: st.label} }
 
 // checkCell refuses keep_state where this server does not offer it, and a
 // cell a kernel cannot take (app.CellRequest.Validate).
@@ -32,10 +33,10 @@ func (s *Server) checkCell(in ExecuteInput) error {
 func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspace.Workspace, in ExecuteInput, limits sandbox.Limits,
 	before workspace.Snapshot, x *app.Exec) (*mcp.CallToolResult, ExecuteOutput, error) {
 	var out ExecuteOutput
-	var res app.CellResult
+	var res kernel.Result
 	exec := func() (sandbox.Result, error) {
 		var err error
-		res, err = s.deps.Kernels.Exec(ctx, "mcp", true, kernelKey(st), ws.Dir, app.Cell{Code: in.Code, Stdin: in.Stdin, Timeout: limits.WallTime})
+		res, err = s.deps.Kernels.Exec(ctx, "mcp", true, kernelKey(st), ws.Dir, kernel.Cell{Code: in.Code, Stdin: in.Stdin, Timeout: limits.WallTime})
 		return res.Result, err
 	}
 	if _, err := x.Cell(ctx, in.Code, limits.WallTime, exec); err != nil {
@@ -47,7 +48,7 @@ func (s *Server) executeCell(ctx context.Context, st *sessionState, ws *workspac
 	var images []mcp.Content
 	var total int64
 	for _, d := range res.Display {
-		shown := app.Display{Kind: d.Kind, File: d.File, Data: map[string]string{}}
+		shown := kernel.Display{Kind: d.Kind, File: d.File, Data: map[string]string{}}
 		for mime, v := range d.Data {
 			if mime != "image/png" {
 				shown.Data[mime] = v

@@ -56,7 +56,7 @@ type Config struct {
 	// the manifest's executions_per_minute, or 10).
 	ExecsPerMinute int
 	// MaxIterations is run_task's default attempt budget (default: the
-	// manifest's max_iterations, or 5); calls may ask for at most app.MaxIterationsCeiling.
+	// manifest's max_iterations, or 5); calls may ask for at most agent.MaxIterationsCeiling.
 	MaxIterations int
 	// RunTimeout bounds one run_task (default 30 min).
 	RunTimeout time.Duration

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
 	"strings"
 	"sync"
 
@@ -73,12 +75,12 @@ func (s *Server) taskRequest(req *mcp.CallToolRequest, in RunTaskInput) (app.Run
 		return app.RunRequest{}, err
 	}
 	rr := app.RunRequest{Task: in.Task, TestCode: in.Tests,
-		Config: app.AgentConfig{MaxIterations: in.MaxIterations, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
+		Config: agent.Config{MaxIterations: in.MaxIterations, Verify: in.Verify == nil || *in.Verify, Lang: l.Name,
 			Network: network, Mode: in.Mode, MaxSteps: in.MaxSteps, Approve: approve}}
 	if err := rr.Validate(); err != nil {
 		return rr, err
 	}
-	if approve != app.ApproveOff {
+	if approve != agent.ApproveOff {
 		// Before anything runs: a client that cannot be asked gets an
 		// error, never a run nobody approves.
 		if rr.Approver, err = s.elicitApprover(req.Session); err != nil {
@@ -100,7 +102,7 @@ func (s *Server) taskRequest(req *mcp.CallToolRequest, in RunTaskInput) (app.Run
 	rr.Sandbox = s.deps.Sandbox
 	if rr.Installer != nil {
 		rr.Sandbox = rr.Installer.Sandbox(rr.Sandbox)
-		rr.Config.Mode = app.ModeProgram
+		rr.Config.Mode = agent.ModeProgram
 	}
 	// Audited first: what cannot be recorded does not run.
 	rr.Audit = app.AuditRecord{Kind: "run_task", Data: map[string]any{"task": in.Task, "language": l.Name,
@@ -115,7 +117,7 @@ func (s *Server) taskRequest(req *mcp.CallToolRequest, in RunTaskInput) (app.Run
 // taskRun runs rr in the MCP session st's workspace ws: its label and rate
 // limit, progress notifications when the client asked for them, and tool
 // mode's cells in the session's kernel.
-func (s *Server) taskRun(ctx context.Context, req *mcp.CallToolRequest, st *sessionState, ws *workspace.Workspace, rr app.RunRequest) (*app.RunResult, error) {
+func (s *Server) taskRun(ctx context.Context, req *mcp.CallToolRequest, st *sessionState, ws *workspace.Workspace, rr app.RunRequest) (*agent.Result, error) {
 	rr.Label, rr.Limit = st.label, st.limit
 	if token := req.Params.GetProgressToken(); token != nil {
 		rr.Observer = &progress{ctx: ctx, ss: req.Session, token: token}
@@ -124,7 +126,7 @@ func (s *Server) taskRun(ctx context.Context, req *mcp.CallToolRequest, st *sess
 		// Tool mode's cells run in the MCP session's kernel, as
 		// execute_code's keep_state does; it stays the session's.
 		key := kernelKey(st)
-		rr.Kernel = &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
+		rr.Kernel = &app.KeptKernel{Exec: func(ctx context.Context, c kernel.Cell) (kernel.Result, error) {
 			return km.Exec(ctx, "mcp", false, key, ws.Dir, c)
 		}, Restart: func() { km.Restart(key) }}
 	}
@@ -142,12 +144,12 @@ func (s *Server) taskRun(ctx context.Context, req *mcp.CallToolRequest, st *sess
 		run.Close()
 		return nil, err
 	}
-	var res *app.RunResult
+	var res *agent.Result
 	if rr.Installer != nil {
 		err = rr.Installer.Start(rctx)
 	}
 	if err == nil {
-		res, err = run.Agent(rctx, a, app.Task{Workspace: ws})
+		res, err = run.Agent(rctx, a, agent.Task{Workspace: ws})
 	}
 	if ferr := run.Finish(res, err, ws.Dir, nil); ferr != nil && err == nil {
 		err = ferr
@@ -157,7 +159,7 @@ func (s *Server) taskRun(ctx context.Context, req *mcp.CallToolRequest, st *sess
 
 // taskOutput is run_task's result of res: the outcome as JSON, with the
 // artifacts that are images as image content.
-func (s *Server) taskOutput(ws *workspace.Workspace, res *app.RunResult) (*mcp.CallToolResult, RunTaskOutput, error) {
+func (s *Server) taskOutput(ws *workspace.Workspace, res *agent.Result) (*mcp.CallToolResult, RunTaskOutput, error) {
 	out := RunTaskOutput{Success: res.Success, Attempts: res.Attempts, Code: res.Code, Output: res.Output,
 		Artifacts: res.Artifacts, Message: res.Message, Stopped: res.Stopped, Requests: res.Usage.Requests, Tokens: res.Usage.TotalTokens}
 	if out.Artifacts == nil {
@@ -178,7 +180,7 @@ type progress struct {
 	n     int
 }
 
-func (p *progress) Event(e app.Event) {
+func (p *progress) Event(e agent.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
@@ -187,32 +189,32 @@ func (p *progress) Event(e app.Event) {
 }
 
 // describe is a one-line account of an agent event for people.
-func describe(e app.Event) string {
+func describe(e agent.Event) string {
 	at := fmt.Sprintf("attempt %d/%d", e.Attempt, e.MaxAttempts)
 	switch e.Phase {
-	case app.PhaseTests:
+	case agent.PhaseTests:
 		at += " (tests)"
-	case app.PhaseTool:
+	case agent.PhaseTool:
 		at = fmt.Sprintf("round %d/%d", e.Attempt, e.MaxAttempts)
 		if e.Step > 0 {
 			at += fmt.Sprintf(", step %d/%d %s", e.Step, e.MaxSteps, e.Tool)
 		}
 	}
 	switch e.Type {
-	case app.EventAttemptStart:
+	case agent.EventAttemptStart:
 		if e.FreshStart {
 			return at + ": generating afresh from the task"
 		}
 		return at + ": generating"
-	case app.EventGenerated:
-		if e.Phase == app.PhaseTool {
+	case agent.EventGenerated:
+		if e.Phase == agent.PhaseTool {
 			return at + ": the model answered"
 		}
 		if e.Code == "" {
 			return at + ": the model gave no code"
 		}
 		return fmt.Sprintf("%s: generated %d lines", at, strings.Count(e.Code, "\n")+1)
-	case app.EventChecked:
+	case agent.EventChecked:
 		warnings := 0
 		for _, f := range e.Findings {
 			if f.Kind == safety.KindLint {
@@ -226,38 +228,38 @@ func describe(e app.Event) string {
 			return fmt.Sprintf("%s: checked, passed with %d warning(s)", at, warnings)
 		}
 		return fmt.Sprintf("%s: checked, %d finding(s)", at, len(e.Findings)-warnings)
-	case app.EventExecuted:
+	case agent.EventExecuted:
 		if e.Result != nil {
 			return fmt.Sprintf("%s: executed, %s (exit %d) in %d ms", at, e.Result.Status, e.Result.ExitCode, e.Result.WallMS)
 		}
 		return at + ": executed"
-	case app.EventVerified:
+	case agent.EventVerified:
 		if e.Verdict != nil && e.Verdict.TaskComplete {
 			return at + ": verified, task complete"
 		}
 		return at + ": verified, not complete yet"
-	case app.EventToolCall:
+	case agent.EventToolCall:
 		return at + ": called"
-	case app.EventToolResult:
+	case agent.EventToolResult:
 		if e.ErrorClass != "" {
 			return fmt.Sprintf("%s: failed (%s)", at, e.ErrorClass)
 		}
 		return at + ": done"
-	case app.EventReplayed:
+	case agent.EventReplayed:
 		if e.ErrorClass != "" {
 			return fmt.Sprintf("%s: the replay did not reproduce (%s)", at, e.ErrorClass)
 		}
 		return at + ": replayed in a fresh sandbox, reproduced"
-	case app.EventAccepted:
+	case agent.EventAccepted:
 		return at + ": accepted"
-	case app.EventApprovalRequired:
+	case agent.EventApprovalRequired:
 		return at + ": waiting for the client's approval"
-	case app.EventApproval:
+	case agent.EventApproval:
 		if d := e.Decision; d != nil {
 			return fmt.Sprintf("%s: %s by %s", at, d.Decision, d.By)
 		}
 		return at + ": decided"
-	case app.EventDone:
+	case agent.EventDone:
 		if e.Success != nil && *e.Success {
 			return "done: success"
 		}
@@ -272,7 +274,7 @@ func (s *Server) taskInstaller(in RunTaskInput, language string) (*app.Installer
 	if in.Dependencies == nil || (len(in.Dependencies.Python) == 0 && len(in.Dependencies.JavaScript) == 0) {
 		return nil, nil
 	}
-	if in.Mode == app.ModeTools {
+	if in.Mode == agent.ModeTools {
 		return nil, argError("dependencies: mode tools runs in the session's kernel, which has none: use mode program (or auto)")
 	}
 	r, err := s.dependencies(ExecuteInput{Dependencies: in.Dependencies}, language)

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"fmt"
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -48,7 +50,7 @@ type ExecuteInput struct {
 type ExecuteOutput struct {
 	sandbox.ResultJSON
 	ExecutionCount  int                  `json:"execution_count,omitempty" jsonschema:"with keep_state: the cell's number in its kernel"`
-	Display         []app.Display        `json:"display,omitempty" jsonschema:"with keep_state: MIME bundles the cell showed (images are returned as image content instead)"`
+	Display         []kernel.Display     `json:"display,omitempty" jsonschema:"with keep_state: MIME bundles the cell showed (images are returned as image content instead)"`
 	KernelDied      bool                 `json:"kernel_died,omitempty" jsonschema:"with keep_state: the kernel ended during this cell and its state is lost"`
 	KernelRestarted bool                 `json:"kernel_restarted,omitempty" jsonschema:"with keep_state: the previous kernel had ended (restart_reason) and this cell ran in a fresh one"`
 	RestartReason   string               `json:"restart_reason,omitempty"`
@@ -206,8 +208,8 @@ func (s *Server) addTools() error {
 			sc.Properties["language"].Description = "language of the program; offered here: " + langs + " (default " + s.langs[0] + ")"
 			// The ceilings are said here and checked by app.RunRequest.Validate,
 			// which refuses with the message every door gives.
-			sc.Properties["max_iterations"].Description = fmt.Sprintf("attempts at the program (1-%d, default %d)", app.MaxIterationsCeiling, s.cfg.MaxIterations)
-			sc.Properties["max_steps"].Description = fmt.Sprintf("tool calls in tool mode (1-%d, default %d)", app.MaxStepsCeiling, app.DefaultMaxSteps)
+			sc.Properties["max_iterations"].Description = fmt.Sprintf("attempts at the program (1-%d, default %d)", agent.MaxIterationsCeiling, s.cfg.MaxIterations)
+			sc.Properties["max_steps"].Description = fmt.Sprintf("tool calls in tool mode (1-%d, default %d)", agent.MaxStepsCeiling, agent.DefaultMaxSteps)
 		})
 		if err != nil {
 			return err

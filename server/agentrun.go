@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/kernel"
 	"time"
 
 	"github.com/codeagent/codeagent/app"
@@ -64,7 +66,7 @@ func (s *Server) startRun(ctx context.Context, o store.OwnedSession, req runRequ
 	rr.Sandbox, rr.PerMinute, rr.Installer = sb, s.cfg.RunExecsPerMinute, installer
 	rr.Observer, rr.Approver, rr.Review = r, r.approvals, review
 	rr.MayGrantHost, rr.GrantBase = s.networkBounds().MayGrantHost, s.networkBounds().GrantBase()
-	rr.Kernel = &app.KeptKernel{Exec: func(ctx context.Context, c app.Cell) (app.CellResult, error) {
+	rr.Kernel = &app.KeptKernel{Exec: func(ctx context.Context, c kernel.Cell) (kernel.Result, error) {
 		return s.execCell(ctx, key, wsDir, c, false)
 	}, Restart: func() { s.kernels.Restart(key) }}
 	ar, err := s.agents.StartRun(runCtx, rr)
@@ -95,7 +97,7 @@ func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, ar *
 	defer s.runs.finish(r)
 	defer r.cancel()
 	log := s.log.With("run", r.ID, "key", o.Owner)
-	var res *app.RunResult
+	var res *agent.Result
 	var err error
 	if installer != nil {
 		err = installer.Start(ctx)
@@ -106,14 +108,14 @@ func (s *Server) execute(ctx context.Context, r *run, o store.OwnedSession, ar *
 	}
 	if err == nil {
 		*wsDir = ws.Dir
-		res, err = ar.Do(ctx, app.Task{Workspace: ws})
+		res, err = ar.Do(ctx, agent.Task{Workspace: ws})
 	}
 	r.approvals.endAll()
 	if res == nil {
 		// The agent never started: say why in a done event, as it would.
-		res = &app.RunResult{History: []app.Attempt{}, Artifacts: []workspace.Artifact{}, Message: err.Error()}
+		res = &agent.Result{History: []agent.Attempt{}, Artifacts: []workspace.Artifact{}, Message: err.Error()}
 		ok := false
-		app.Observers(r, ar.Rec).Event(app.Event{Type: app.EventDone, Time: time.Now(), Success: &ok, Message: res.Message})
+		app.Observers(r, ar.Rec).Event(agent.Event{Type: agent.EventDone, Time: time.Now(), Success: &ok, Message: res.Message})
 		ar.Usage(res)
 	}
 	status := runFailed

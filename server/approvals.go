@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/codeagent/codeagent/agent"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/codeagent/codeagent/app"
 )
 
 // A run started with "approve" stops before each execution (see
@@ -28,12 +27,12 @@ const byExpiry = "server (approval timeout)"
 type approvals struct {
 	timeout time.Duration
 	mu      sync.Mutex
-	asked   map[string]chan app.Decision
+	asked   map[string]chan agent.Decision
 	ended   map[string]string // approval ID -> what became of it, for a 409
 }
 
 func newApprovals(timeout time.Duration) *approvals {
-	return &approvals{timeout: timeout, asked: map[string]chan app.Decision{}, ended: map[string]string{}}
+	return &approvals{timeout: timeout, asked: map[string]chan agent.Decision{}, ended: map[string]string{}}
 }
 
 // open registers a pending approval; the run's observer calls it on the
@@ -42,14 +41,14 @@ func (a *approvals) open(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.asked[id] == nil {
-		a.asked[id] = make(chan app.Decision, 1)
+		a.asked[id] = make(chan agent.Decision, 1)
 	}
 }
 
 // close ends a pending approval with what, and reports whether it was
 // still pending (the decision, the expiry and the run's end race; the
 // first wins).
-func (a *approvals) close(id, what string) (chan app.Decision, bool) {
+func (a *approvals) close(id, what string) (chan agent.Decision, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ch := a.asked[id]
@@ -77,7 +76,7 @@ func (a *approvals) endAll() {
 
 // decide sends d to the pending approval id: a not-found error for an
 // approval the run never asked, a conflict for one decided or ended.
-func (a *approvals) decide(id string, d app.Decision) error {
+func (a *approvals) decide(id string, d agent.Decision) error {
 	what := d.Decision + " by " + d.By
 	if ch, ok := a.close(id, what); ok {
 		ch <- d
@@ -93,12 +92,12 @@ func (a *approvals) decide(id string, d app.Decision) error {
 
 // Approve implements agent.Approver: it waits for the decision posted
 // for req, the timeout (a rejection, "expired") or the run's end.
-func (a *approvals) Approve(ctx context.Context, req app.ApprovalRequest) (app.Decision, error) {
+func (a *approvals) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
 	a.mu.Lock()
 	ch := a.asked[req.ID]
 	a.mu.Unlock()
 	if ch == nil {
-		return app.Decision{}, errors.New("approval " + req.ID + " was not registered by the run's observer")
+		return agent.Decision{}, errors.New("approval " + req.ID + " was not registered by the run's observer")
 	}
 	timer := time.NewTimer(a.timeout)
 	defer timer.Stop()
@@ -107,11 +106,11 @@ func (a *approvals) Approve(ctx context.Context, req app.ApprovalRequest) (app.D
 		return d, nil
 	case <-timer.C:
 		if _, ok := a.close(req.ID, "expired after "+a.timeout.String()); ok {
-			return app.Decision{Decision: app.DecisionExpired, By: byExpiry}, nil
+			return agent.Decision{Decision: agent.DecisionExpired, By: byExpiry}, nil
 		}
 	case <-ctx.Done():
 		if _, ok := a.close(req.ID, "the run ended"); ok {
-			return app.Decision{}, ctx.Err()
+			return agent.Decision{}, ctx.Err()
 		}
 	}
 	return <-ch, nil // decided just before the timeout or the end: the decision holds
@@ -123,12 +122,12 @@ func approveMode(raw json.RawMessage) (string, error) {
 	s := strings.TrimSpace(string(raw))
 	switch s {
 	case "", "null", "false":
-		return app.ApproveOff, nil
+		return agent.ApproveOff, nil
 	case "true":
-		return app.ApproveAlways, nil
+		return agent.ApproveAlways, nil
 	}
 	var mode string
-	if json.Unmarshal(raw, &mode) == nil && (mode == app.ApproveAlways || mode == app.ApproveOnFinding) {
+	if json.Unmarshal(raw, &mode) == nil && (mode == agent.ApproveAlways || mode == agent.ApproveOnFinding) {
 		return mode, nil
 	}
 	return "", badRequest("approve %s: want true, false, \"always\" or \"on-finding\"", cutText(s, 40))
@@ -183,10 +182,10 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case req.Decision != app.DecisionApprove && req.Decision != app.DecisionReject && req.Decision != app.DecisionStop:
+	case req.Decision != agent.DecisionApprove && req.Decision != agent.DecisionReject && req.Decision != agent.DecisionStop:
 		s.writeError(w, r, badRequest("decision %q: want approve, reject or stop", cutText(req.Decision, 40)))
 		return
-	case req.Decision != app.DecisionApprove && (req.Code != "" || req.Rest):
+	case req.Decision != agent.DecisionApprove && (req.Code != "" || req.Rest):
 		s.writeError(w, r, badRequest("code and rest go with decision approve"))
 		return
 	case len(req.Reason) > maxReason:
@@ -204,7 +203,7 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("approval_id")
-	d := app.Decision{Decision: req.Decision, Reason: req.Reason, Code: req.Code, Rest: req.Rest, By: ownerOf(r.Context())}
+	d := agent.Decision{Decision: req.Decision, Reason: req.Reason, Code: req.Code, Rest: req.Rest, By: ownerOf(r.Context())}
 	if err := run.approvals.decide(id, d); err != nil {
 		s.writeError(w, r, err)
 		return

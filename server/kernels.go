@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/codeagent/codeagent/kernel"
 	"io"
 	"log/slog"
 	"math"
@@ -35,7 +36,7 @@ type sessionExecRequest struct {
 }
 
 // kernelKey is the kernel of the caller's session: owner and session both.
-func kernelKey(owner, id string) app.KernelKey { return app.KernelKey{Owner: owner, Session: id} }
+func kernelKey(owner, id string) kernel.Key { return kernel.Key{Owner: owner, Session: id} }
 
 func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	var req sessionExecRequest
@@ -102,10 +103,10 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, res.JSON())
 		return
 	}
-	var res app.CellResult
+	var res kernel.Result
 	_, err = x.Cell(r.Context(), req.Code, timeout, func() (sandbox.Result, error) {
 		var err error
-		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, app.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: timeout}, true)
+		res, err = s.execCell(r.Context(), kernelKey(o.Owner, o.ID), ws.Dir, kernel.Cell{Code: req.Code, Stdin: req.Stdin, Timeout: timeout}, true)
 		return res.Result, err
 	})
 	if err != nil {
@@ -195,7 +196,7 @@ func (s *Server) handleListCells(w http.ResponseWriter, r *http.Request) {
 
 // execCell runs a cell through the execution queue (bounded: refused
 // when it is full, instead of waiting) and counts it (app.Kernels).
-func (s *Server) execCell(ctx context.Context, key app.KernelKey, ws string, c app.Cell, bounded bool) (app.CellResult, error) {
+func (s *Server) execCell(ctx context.Context, key kernel.Key, ws string, c kernel.Cell, bounded bool) (kernel.Result, error) {
 	return s.kernels.Exec(ctx, "kernel", bounded, key, ws, c)
 }
 
@@ -213,7 +214,7 @@ func (s *Server) handleRestartKernel(w http.ResponseWriter, r *http.Request) {
 
 // kernelView is a session's kernel as GET /v1/sessions/{id} shows it, or
 // nil when it never had one since the server started.
-func (s *Server) kernelView(owner, id string) *app.KernelStatus {
+func (s *Server) kernelView(owner, id string) *kernel.Status {
 	st, ok := s.kernels.Status(kernelKey(owner, id))
 	if !ok {
 		return nil

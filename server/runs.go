@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codeagent/codeagent/agent"
 	"net/http"
 	"strconv"
 	"sync"
@@ -33,7 +34,7 @@ const (
 )
 
 // run is one agent run: its events so far (replayed to late subscribers),
-// and its result once done. It is an app.Observer.
+// and its result once done. It is an agent.Observer.
 type run struct {
 	ID, SessionID, Owner, Task string
 	Started                    time.Time
@@ -43,21 +44,21 @@ type run struct {
 	approvals                  *approvals    // its approvals, pending and ended (approvals.go)
 
 	mu       sync.Mutex
-	events   []app.Event
+	events   []agent.Event
 	notify   chan struct{} // closed and replaced at each event
 	status   string
-	result   *app.RunResult
+	result   *agent.Result
 	errMsg   string
 	finished time.Time
 }
 
-// Event implements app.Observer: it appends and wakes the subscribers.
+// Event implements agent.Observer: it appends and wakes the subscribers.
 // The done event of a canceled run says why it was canceled.
-func (r *run) Event(e app.Event) {
-	if e.Type == app.EventDone && r.ctx != nil && r.ctx.Err() != nil {
+func (r *run) Event(e agent.Event) {
+	if e.Type == agent.EventDone && r.ctx != nil && r.ctx.Err() != nil {
 		e.Message = "canceled: " + context.Cause(r.ctx).Error()
 	}
-	if e.Type == app.EventApprovalRequired && e.Approval != nil {
+	if e.Type == agent.EventApprovalRequired && e.Approval != nil {
 		r.approvals.open(e.Approval.ID) // before any stream shows it
 	}
 	r.mu.Lock()
@@ -67,7 +68,7 @@ func (r *run) Event(e app.Event) {
 	r.mu.Unlock()
 }
 
-func (r *run) end(status string, res *app.RunResult, errMsg string) {
+func (r *run) end(status string, res *agent.Result, errMsg string) {
 	r.mu.Lock()
 	r.status, r.result, r.errMsg, r.finished = status, res, errMsg, time.Now()
 	r.mu.Unlock()
@@ -75,14 +76,14 @@ func (r *run) end(status string, res *app.RunResult, errMsg string) {
 }
 
 // eventList is a copy of the events so far.
-func (r *run) eventList() []app.Event {
+func (r *run) eventList() []agent.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]app.Event{}, r.events...)
+	return append([]agent.Event{}, r.events...)
 }
 
 // since returns the events from index i and a channel closed at the next.
-func (r *run) since(i int) ([]app.Event, <-chan struct{}) {
+func (r *run) since(i int) ([]agent.Event, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i > len(r.events) {
@@ -93,15 +94,15 @@ func (r *run) since(i int) ([]app.Event, <-chan struct{}) {
 
 // runJSON is a run as the API shows it.
 type runJSON struct {
-	ID         string         `json:"id"`
-	SessionID  string         `json:"session_id"`
-	Task       string         `json:"task"`
-	Status     string         `json:"status"`
-	StartedAt  time.Time      `json:"started_at"`
-	FinishedAt *time.Time     `json:"finished_at,omitempty"`
-	Events     int            `json:"events"`
-	Result     *app.RunResult `json:"result,omitempty"`
-	Error      string         `json:"error,omitempty"`
+	ID         string        `json:"id"`
+	SessionID  string        `json:"session_id"`
+	Task       string        `json:"task"`
+	Status     string        `json:"status"`
+	StartedAt  time.Time     `json:"started_at"`
+	FinishedAt *time.Time    `json:"finished_at,omitempty"`
+	Events     int           `json:"events"`
+	Result     *agent.Result `json:"result,omitempty"`
+	Error      string        `json:"error,omitempty"`
 }
 
 func (r *run) view() runJSON {
@@ -308,7 +309,7 @@ func (s *Server) checkRun(req *runRequest) error {
 	if req.net, err = s.network(req.Network); err != nil {
 		return err
 	}
-	req.run = app.RunRequest{Task: req.Task, Config: app.AgentConfig{MaxIterations: req.MaxIterations,
+	req.run = app.RunRequest{Task: req.Task, Config: agent.Config{MaxIterations: req.MaxIterations,
 		Verify: req.Verify == nil || *req.Verify, Lang: cmp.Or(req.Language, "python"), Network: req.net,
 		Mode: req.Mode, MaxSteps: req.MaxSteps, Approve: req.approve}}
 	if err := req.run.Validate(); err != nil {
@@ -321,10 +322,10 @@ func (s *Server) checkRun(req *runRequest) error {
 		return err
 	}
 	if !req.deps.Empty() {
-		if req.Mode == app.ModeTools {
+		if req.Mode == agent.ModeTools {
 			return badRequest("mode tools runs Python in the session's kernel, which has no dependencies: use mode program (or auto) with dependencies")
 		}
-		req.run.Config.Mode = app.ModeProgram
+		req.run.Config.Mode = agent.ModeProgram
 	}
 	return nil
 }
@@ -366,7 +367,7 @@ func (s *Server) liveRun(w http.ResponseWriter, r *http.Request, status int) *ru
 // handleRunEvents streams a run's events as Server-Sent Events: every event
 // so far (or after Last-Event-ID), then each new one as it happens, and
 // ends after the done event. Each event's id is its position (1-based),
-// its event name the agent's type and its data the app.Event JSON.
+// its event name the agent's type and its data the agent.Event JSON.
 func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 	next := 0
 	if v := r.Header.Get("Last-Event-ID"); v != "" {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/codeagent/codeagent/internal/lazyre"
+	"github.com/codeagent/codeagent/kernel"
+	"github.com/codeagent/codeagent/store"
 	"net/http"
 	"os"
 	"path"
 	"time"
-
-	"github.com/codeagent/codeagent/app"
-	"github.com/codeagent/codeagent/internal/lazyre"
-	"github.com/codeagent/codeagent/store"
 )
 
 // sessionJSON is a session as the API shows it.
@@ -24,7 +23,7 @@ type sessionJSON struct {
 	ActiveRun string       `json:"active_run,omitempty"`
 	History   []store.Turn `json:"history,omitempty"`
 	// Kernel is the session's kernel (alive, memory), when it had one.
-	Kernel *app.KernelStatus `json:"kernel,omitempty"`
+	Kernel *kernel.Status `json:"kernel,omitempty"`
 }
 
 func (s *Server) sessionView(o store.OwnedSession) sessionJSON {

@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-
-	"github.com/codeagent/codeagent/app"
+	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/store"
+	"net/http"
 )
 
 // Runs this process does not have in its registry (finished and pruned,
@@ -44,7 +43,7 @@ func (s *Server) storedRun(r *http.Request) (runJSON, []json.RawMessage, error) 
 		v.FinishedAt = &f
 	}
 	if len(t.Result) > 0 {
-		var res app.RunResult
+		var res agent.Result
 		if json.Unmarshal(t.Result, &res) == nil {
 			v.Result = &res
 		}
@@ -59,7 +58,7 @@ func (s *Server) storedRun(r *http.Request) (runJSON, []json.RawMessage, error) 
 		if msg == "" {
 			msg = "the run ended without its events being kept"
 		}
-		b, _ := json.Marshal(app.Event{Type: app.EventDone, Time: t.FinishedAt, Attempt: t.Attempts, Success: &ok, Message: publicMessage(msg)})
+		b, _ := json.Marshal(agent.Event{Type: agent.EventDone, Time: t.FinishedAt, Attempt: t.Attempts, Success: &ok, Message: publicMessage(msg)})
 		events = []json.RawMessage{b}
 	}
 	v.Events = len(events)

@@ -91,7 +91,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	}
 	o := runOptions{Getenv: os.Getenv}
 	o.Provider = addProviderFlags(fs)
-	intVar(fs, &o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, 1, 0, "attempts at the program (verification rounds in tool mode), at most "+strconv.Itoa(app.MaxIterationsCeiling))
+	intVar(fs, &o.MaxIterations, "max-iterations", agent.DefaultMaxIterations, 1, 0, "attempts at the program (verification rounds in tool mode), at most "+strconv.Itoa(agent.MaxIterationsCeiling))
 	intVar(fs, &o.FreshStartAfter, "fresh-start-after", agent.DefaultFreshStartAfter, 0, 100, "failed repairs in a row before starting afresh from the task (0: never)")
 	fs.Var((*repeated)(&o.Files), "file", "copy an input file into the workspace (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "workspace directory, kept afterwards (default: a temporary one)")
@@ -119,7 +119,7 @@ func cmdRun(ctx context.Context, s stdio, args []string) int {
 	fs.StringVar(&o.DataDir, "data-dir", "", "data directory for sessions and the audit log (default $XDG_DATA_HOME/codeagent)")
 	fs.StringVar(&o.Manifest, "manifest", "", "manifest declaring tools, limits, policy and model")
 	fs.StringVar(&o.Mode, "mode", agent.ModeAuto, "tools (the model calls tools), program (it writes whole programs) or auto")
-	intVar(fs, &o.MaxSteps, "max-steps", agent.DefaultMaxSteps, 1, 0, "tool calls in tool mode, within --max-iterations rounds, at most "+strconv.Itoa(app.MaxStepsCeiling))
+	intVar(fs, &o.MaxSteps, "max-steps", agent.DefaultMaxSteps, 1, 0, "tool calls in tool mode, within --max-iterations rounds, at most "+strconv.Itoa(agent.MaxStepsCeiling))
 	o.Net.register(fs)
 	o.Deps.register(fs)
 	o.Approval.register(fs)
