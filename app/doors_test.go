@@ -21,18 +21,8 @@ func TestDoorsAreTransports(t *testing.T) {
 	typesOnly := map[string]map[string]bool{"agent": funcsAndVars(t, "agent"), "kernel": funcsAndVars(t, "kernel")}
 	doors := map[string]string{"server": "mcpserver", "mcpserver": "server"}
 	for door, other := range doors {
-		files, err := filepath.Glob(filepath.Join("..", door, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("%s: no files (%v)", door, err)
-		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, src := range sourceFiles(t, filepath.Join("..", door)) {
+			f, file := src.name, src.file
 			local := map[string]map[string]bool{} // the file's name of agent or kernel
 			for _, imp := range file.Imports {
 				path, _ := strconv.Unquote(imp.Path.Value)
@@ -71,20 +61,9 @@ func TestDoorsAreTransports(t *testing.T) {
 // codeagent package rel.
 func funcsAndVars(t *testing.T, rel string) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", rel, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("%s: no files (%v)", rel, err)
-	}
 	names := map[string]bool{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range file.Decls {
+	for _, src := range sourceFiles(t, filepath.Join("..", rel)) {
+		for _, d := range src.file.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
 				if d.Recv == nil {
@@ -106,4 +85,33 @@ func funcsAndVars(t *testing.T, rel string) map[string]bool {
 		t.Fatalf("%s: found none of its functions (%d names)", rel, len(names))
 	}
 	return names
+}
+
+// sourceFile is a parsed Go file of a package, tests left out.
+type sourceFile struct {
+	name string
+	fset *token.FileSet
+	file *ast.File
+}
+
+// sourceFiles parses the Go files of the package in dir, but its tests.
+func sourceFiles(t *testing.T, dir string) []sourceFile {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("%s: no files (%v)", dir, err)
+	}
+	var out []sourceFile
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sourceFile{name, fset, file})
+	}
+	return out
 }

@@ -2,10 +2,6 @@ package app
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -19,20 +15,9 @@ const maxFuncLines = 100
 // maxFuncLines; tests are not counted.
 func TestFunctionsFitAScreen(t *testing.T) {
 	for _, dir := range []string{".", "../cmd/codeagent", "../server", "../mcpserver"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("%s: no files (%v)", dir, err)
-		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			fset := token.NewFileSet()
-			file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ast.Inspect(file, func(n ast.Node) bool {
+		for _, src := range sourceFiles(t, dir) {
+			f, fset := src.name, src.fset
+			ast.Inspect(src.file, func(n ast.Node) bool {
 				var body *ast.BlockStmt
 				name := "a function literal"
 				switch fn := n.(type) {
