@@ -51,14 +51,7 @@ func egressAllowed(t *testing.T, sb sandbox.Sandbox) {
 	defer tlsUp.Close()
 	nw := &sandbox.Network{Allow: []string{"allowed.test", "secure.test"},
 		Resolve: map[string]string{"allowed.test": up.addr, "secure.test": strings.TrimPrefix(tlsUp.URL, "https://")}}
-	code := `import json, shutil, subprocess, urllib.request
-out = {}
-def run(name, fn):
-    try:
-        out[name] = fn()
-    except Exception as e:
-        out[name] = "error: %r" % e
-run("urllib", lambda: urllib.request.urlopen("http://allowed.test/urllib", timeout=10).read().decode())
+	code := clientsPrelude + `run("urllib", lambda: urllib.request.urlopen("http://allowed.test/urllib", timeout=10).read().decode())
 def req():
     try:
         import requests

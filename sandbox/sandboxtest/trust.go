@@ -53,14 +53,7 @@ func benignTrustStore(t *testing.T, sb sandbox.Sandbox) {
 // use: Python's default context (urllib), requests, node's https through
 // a CONNECT tunnel of the proxy and node's fetch, and curl, each where the
 // sandbox has it; it prints what each got as JSON.
-const privateCAProgram = `import json, shutil, subprocess, urllib.request
-out = {}
-def run(name, fn):
-    try:
-        out[name] = fn()
-    except Exception as e:
-        out[name] = "error: %r" % e
-run("urllib", lambda: urllib.request.urlopen("https://private.test/urllib", timeout=10).read().decode())
+const privateCAProgram = clientsPrelude + `run("urllib", lambda: urllib.request.urlopen("https://private.test/urllib", timeout=10).read().decode())
 def req():
     try:
         import requests
@@ -78,6 +71,17 @@ if shutil.which("curl"):
     p = subprocess.run(["curl", "-sS", "--max-time", "10", "https://private.test/curl"], capture_output=True, text=True, timeout=20)
     out["curl"] = p.stdout or "error: " + p.stderr
 print(json.dumps(out))
+`
+
+// clientsPrelude starts a program that tries several HTTP clients: run
+// keeps what each got in out, or its error, for one JSON line at the end.
+const clientsPrelude = `import json, shutil, subprocess, urllib.request
+out = {}
+def run(name, fn):
+    try:
+        out[name] = fn()
+    except Exception as e:
+        out[name] = "error: %r" % e
 `
 
 // privateCANode is the node part of privateCAProgram.
