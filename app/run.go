@@ -9,7 +9,6 @@ import (
 	"github.com/codeagent/codeagent/kernel"
 	"github.com/codeagent/codeagent/llm"
 	"github.com/codeagent/codeagent/llm/providers"
-	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/session"
 	"github.com/codeagent/codeagent/store"
@@ -262,40 +261,6 @@ func (r *Run) Usage(res *agent.Result) {
 func (r *Run) Finish(res *agent.Result, runErr error, dir string, events []agent.Event) error {
 	return r.sr.Finish(res, runErr, dir, events)
 }
-
-// Checkers are a process's static checkers: Plain for programs without a
-// network, and one for programs with a network, built on first use from
-// Policy with the network allowed (the egress proxy decides the hosts),
-// unless Net gives it.
-type Checkers struct {
-	Plain  *safety.Checker
-	Net    *safety.Checker
-	Policy func() (*safety.Policy, error)
-	lazy   safety.Lazy
-}
-
-// For is the checker of programs with network nw (nil: none).
-func (c *Checkers) For(nw *sandbox.Network) (*safety.Checker, error) {
-	switch {
-	case nw == nil:
-		return c.Plain, nil
-	case c.Net != nil:
-		return c.Net, nil
-	}
-	return c.lazy.Get(func() (*safety.Policy, error) {
-		var p *safety.Policy
-		if c.Policy != nil {
-			var err error
-			if p, err = c.Policy(); err != nil {
-				return nil, err
-			}
-		}
-		return p.WithNetwork(), nil
-	})
-}
-
-// Close closes the checker For built; Plain and Net are the caller's.
-func (c *Checkers) Close() { c.lazy.Close() }
 
 // Observers is one agent.Observer telling each of obs (nil ones skipped):
 // a door adds its own (the event stream) to a run's recorder.

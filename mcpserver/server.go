@@ -14,7 +14,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -166,8 +165,7 @@ type Server struct {
 	mcp     *mcp.Server
 	checker *safety.Checker
 	runs    *app.Runs // run_task's runs, with the checkers of programs with and without a network
-	ownChk  bool
-	langs   []string // languages execute_code and run_task accept
+	langs   []string  // languages execute_code and run_task accept
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*sessionState
@@ -185,20 +183,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, deps: deps, log: log, checker: deps.Checker, sessions: map[*mcp.ServerSession]*sessionState{}}
-	if s.checker == nil {
-		policy, err := app.ManifestPolicy(deps.Manifest)
-		if err != nil {
-			return nil, err
-		}
-		if s.checker, err = safety.New(policy); err != nil {
-			return nil, fmt.Errorf("mcpserver: checker: %w", err)
-		}
-		s.ownChk = true
+	s := &Server{cfg: cfg, deps: deps, log: log, sessions: map[*mcp.ServerSession]*sessionState{}}
+	policy := func() (*safety.Policy, error) { return app.ManifestPolicy(deps.Manifest) }
+	checkers := &app.Checkers{Plain: deps.Checker, Policy: policy}
+	if err := checkers.Open(policy); err != nil {
+		return nil, err
 	}
+	s.checker = checkers.Plain
 	s.langs = allowedLanguages(deps.Manifest)
 	s.runs = &app.Runs{Store: deps.Store, Model: deps.Model, ModelError: deps.ModelError, Secrets: deps.Secrets, Logger: log,
-		Checkers: &app.Checkers{Plain: s.checker, Policy: func() (*safety.Policy, error) { return app.ManifestPolicy(deps.Manifest) }}}
+		Checkers: checkers}
 	// The workspaces of MCP sessions a dead process left (kill -9).
 	if n, err := workspace.SweepTemp(cfg.WorkDir, workspacePrefix); err != nil {
 		log.Warn("remove the MCP workspaces of a process that died", "err", err)
@@ -244,10 +238,6 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.endAll()
-	if s.ownChk {
-		s.checker.Close()
-		s.ownChk = false
-	}
 	s.runs.Checkers.Close()
 	return nil
 }

@@ -247,13 +247,10 @@ type Server struct {
 	runs       *runRegistry
 	// uploadLocks gives each session's uploads their turn (quotas).
 	uploadLocks sessionLocks
-	checker     *safety.Checker
 	agents      *app.Runs // the agent runs' assembly, with the checkers of runs with and without a network
-	ownChk      bool
 	kernels     *app.Kernels
 	redact      *app.Redactor // secrets out of the cells kept (the runs' secrets)
 	ownKernels  bool
-	closeChk    sync.Once
 	handler     http.Handler
 
 	// ctx is cancelled by Shutdown, with errShuttingDown as its cause;
@@ -287,13 +284,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, deps: deps, log: log, checker: deps.Checker}
-	if s.checker == nil {
-		c, err := safety.New(nil)
-		if err != nil {
-			return nil, fmt.Errorf("server: checker: %w", err)
-		}
-		s.checker, s.ownChk = c, true
+	s := &Server{cfg: cfg, deps: deps, log: log}
+	checkers := &app.Checkers{Plain: deps.Checker, Net: deps.NetChecker, Policy: func() (*safety.Policy, error) { return deps.Policy, nil }}
+	if err := checkers.Open(nil); err != nil {
+		return nil, fmt.Errorf("server: checker: %w", err)
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.idle = make(chan struct{})
@@ -324,9 +318,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		kept = append([]string{deps.Model.APIKey}, secrets...)
 	}
 	s.redact = app.NewRedactor(kept...)
-	policy := deps.Policy
 	s.agents = &app.Runs{Store: deps.Store, Model: deps.Model, ModelError: modelError, Secrets: secrets, Logger: log,
-		Checkers: &app.Checkers{Plain: s.checker, Net: deps.NetChecker, Policy: func() (*safety.Policy, error) { return policy, nil }}}
+		Checkers: checkers}
 	if s.kernels = deps.Kernels; s.kernels == nil {
 		s.kernels = app.NewKernels(cfg.kernelsConfig(deps.Sandbox, log), s.executions)
 		s.ownKernels = true
@@ -384,9 +377,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("server: shutdown: %w", ctx.Err())
 		}
-	}
-	if s.ownChk {
-		s.closeChk.Do(s.checker.Close)
 	}
 	if s.ownKernels {
 		s.kernels.Close()

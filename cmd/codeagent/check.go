@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/termtext"
 )
@@ -134,9 +135,9 @@ func runCheck(ctx context.Context, o checkOptions) (checkResult, error) {
 		}
 		inputs = append(inputs, input{name, lang})
 	}
-	c, err := safety.New(policy)
+	c, err := app.NewChecker(policy) // an invalid policy is a usage error
 	if err != nil {
-		return checkResult{}, usageError{fmt.Errorf("invalid policy: %w", err)}
+		return checkResult{}, err
 	}
 	defer c.Close()
 	// One file in memory at a time, each read no further than the limit.

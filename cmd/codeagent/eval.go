@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/agent"
+	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/eval"
 	"github.com/codeagent/codeagent/eval/suites/dataanalysis"
 	"github.com/codeagent/codeagent/llm"
-	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/sandbox/backends"
 	"github.com/codeagent/codeagent/termtext"
@@ -302,7 +302,7 @@ func evalTasks(ctx context.Context, o evalOptions, cfg eval.Config, pcfg llm.Con
 	if o.SamplesFile != "" {
 		return eval.ScoreSamples(ctx, cfg, &eval.Scorer{Sandbox: sb, Limits: cfg.Score}, todo, deps)
 	}
-	checker, err := safety.New(nil)
+	checker, err := app.NewChecker(nil)
 	if err != nil {
 		return nil, err
 	}

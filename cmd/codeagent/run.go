@@ -14,7 +14,6 @@ import (
 	"github.com/codeagent/codeagent/agent"
 	"github.com/codeagent/codeagent/app"
 	"github.com/codeagent/codeagent/llm"
-	"github.com/codeagent/codeagent/safety"
 	"github.com/codeagent/codeagent/sandbox"
 	"github.com/codeagent/codeagent/store"
 	"github.com/codeagent/codeagent/termtext"
@@ -231,7 +230,7 @@ func runRun(ctx context.Context, o runOptions, s stdio) (res *agent.Result, fin 
 			}
 		}
 	}
-	checker, err := safety.New(p.policy)
+	checker, err := app.NewChecker(p.policy)
 	if err != nil {
 		return nil, nil, err
 	}
