@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,16 +18,8 @@ import (
 // calls safety.New itself.
 func TestDoorsAskAppForCheckers(t *testing.T) {
 	for _, dir := range []string{"../cmd/codeagent", "../server", "../mcpserver"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("%s: no files (%v)", dir, err)
-		}
-		for _, f := range files {
-			fset := token.NewFileSet()
-			file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, src := range sourceFiles(t, dir, true) {
+			f, fset, file := src.name, src.fset, src.file
 			name := safetyImport(file)
 			if name == "" {
 				continue

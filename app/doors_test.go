@@ -21,7 +21,7 @@ func TestDoorsAreTransports(t *testing.T) {
 	typesOnly := map[string]map[string]bool{"agent": funcsAndVars(t, "agent"), "kernel": funcsAndVars(t, "kernel")}
 	doors := map[string]string{"server": "mcpserver", "mcpserver": "server"}
 	for door, other := range doors {
-		for _, src := range sourceFiles(t, filepath.Join("..", door)) {
+		for _, src := range sourceFiles(t, filepath.Join("..", door), false) {
 			f, file := src.name, src.file
 			local := map[string]map[string]bool{} // the file's name of agent or kernel
 			for _, imp := range file.Imports {
@@ -62,7 +62,7 @@ func TestDoorsAreTransports(t *testing.T) {
 func funcsAndVars(t *testing.T, rel string) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
-	for _, src := range sourceFiles(t, filepath.Join("..", rel)) {
+	for _, src := range sourceFiles(t, filepath.Join("..", rel), false) {
 		for _, d := range src.file.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
@@ -94,8 +94,9 @@ type sourceFile struct {
 	file *ast.File
 }
 
-// sourceFiles parses the Go files of the package in dir, but its tests.
-func sourceFiles(t *testing.T, dir string) []sourceFile {
+// sourceFiles parses the Go files of the package in dir, its tests only
+// when tests is set.
+func sourceFiles(t *testing.T, dir string, tests bool) []sourceFile {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil || len(names) == 0 {
@@ -103,7 +104,7 @@ func sourceFiles(t *testing.T, dir string) []sourceFile {
 	}
 	var out []sourceFile
 	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
+		if !tests && strings.HasSuffix(name, "_test.go") {
 			continue
 		}
 		fset := token.NewFileSet()

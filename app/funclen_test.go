@@ -15,7 +15,7 @@ const maxFuncLines = 100
 // maxFuncLines; tests are not counted.
 func TestFunctionsFitAScreen(t *testing.T) {
 	for _, dir := range []string{".", "../cmd/codeagent", "../server", "../mcpserver"} {
-		for _, src := range sourceFiles(t, dir) {
+		for _, src := range sourceFiles(t, dir, false) {
 			f, fset := src.name, src.fset
 			ast.Inspect(src.file, func(n ast.Node) bool {
 				var body *ast.BlockStmt
