@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -26,13 +27,19 @@ import (
 // returns its exit status and output.
 func runBinary(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return runBinaryWith(t, dir, env, nil, args...)
+}
+
+// runBinaryWith is runBinary with stdin (nil: none).
+func runBinaryWith(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, mcpBinary(t), args...)
 	if dir == "" {
 		dir = t.TempDir() // run offers its folder to programs: an empty one
 	}
-	cmd.Dir = dir
+	cmd.Dir, cmd.Stdin = dir, stdin
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

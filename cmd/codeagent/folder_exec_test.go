@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // folderCounter lists what a program sees of its workspace, then changes
@@ -108,15 +104,5 @@ func TestReplSeesTheFolder(t *testing.T) {
 // runBinaryStdin is runBinary with stdin.
 func runBinaryStdin(t *testing.T, dir, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, mcpBinary(t), args...)
-	cmd.Dir, cmd.Stdin = dir, strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if cmd.ProcessState == nil {
-		t.Fatalf("codeagent %v: %v", args, err)
-	}
-	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+	return runBinaryWith(t, dir, nil, strings.NewReader(stdin), args...)
 }
