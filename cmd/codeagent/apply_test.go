@@ -93,8 +93,8 @@ func (iv invoker) own(t *testing.T, dir string) {
 // command is the binary with args, in dir, as the invoker's user.
 func (iv invoker) command(ctx context.Context, t *testing.T, dir string, args ...string) *exec.Cmd {
 	t.Helper()
-	if len(args) > 0 && args[0] == "run" {
-		args = append([]string{"run", "--backend", iv.backend}, args[1:]...)
+	if len(args) > 0 && (args[0] == "run" || args[0] == "exec") {
+		args = append([]string{args[0], "--backend", iv.backend}, args[1:]...)
 	}
 	if iv.uid == 0 {
 		cmd := exec.CommandContext(ctx, mcpBinary(t), args...)
@@ -247,6 +247,43 @@ func TestAttackRunInFolderPlantsForTheHost(t *testing.T) {
 		}
 		if _, err := os.Stat("/tmp/codeagent-test-pwned"); err == nil {
 			t.Error("/tmp/codeagent-test-pwned exists")
+		}
+	})
+}
+
+// The same plants from a program that exec runs in the folder: exec
+// --apply goes through the same checks, and lands none of them (nor,
+// all or none, the honest report), exiting 1 as run does. As root and unprivileged, on the
+// namespace backend and Docker.
+func TestAttackExecInFolderPlantsForTheHost(t *testing.T) {
+	forInvokers(t, func(t *testing.T, iv invoker) {
+		dir, data := plantFolder(t, iv)
+		prog := filepath.Join(filepath.Dir(dir), "plant.py")
+		if err := os.WriteFile(prog, []byte(plantProgram), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		iv.own(t, prog)
+		before := treeLook(t, dir)
+		code, stdout, stderr := iv.run(t, dir, "exec", "--data-dir", data, "--apply", prog)
+		if code != exitFailure {
+			t.Errorf("exec --apply: exit %d, want 1 (nothing applied)\n%s%s", code, stdout, stderr)
+		}
+		if after := treeLook(t, dir); after != before {
+			t.Fatalf("the folder changed:\nbefore:\n%safter:\n%s", before, after)
+		}
+		out := stdout + stderr
+		for _, rel := range []string{"vendor/lib/.git/config", "vendor/lib/.git/hooks/pre-commit", "mod/.git"} {
+			if !strings.Contains(out, "skipped  "+rel+": git's files (.git) are read-only") {
+				t.Errorf("the output does not list %s as skipped:\n%s", rel, out)
+			}
+		}
+		for _, rel := range []string{".npmrc", ".tools.sh", ".env", "id_rsa", ".envrc", ".vscode/tasks.json"} {
+			if !strings.Contains(out, "not applied: "+rel+": ") {
+				t.Errorf("the output does not name %s as refused:\n%s", rel, out)
+			}
+		}
+		if !strings.Contains(out, "nothing was applied") {
+			t.Errorf("no word that nothing was applied:\n%s", out)
 		}
 	})
 }

@@ -53,7 +53,7 @@ type execOptions struct {
 func cmdExec(ctx context.Context, s stdio, args []string) int {
 	fs := newFlagSet("exec", s)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|- [-- ARGS...]\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up, 2 for\nusage errors, 130 on Ctrl-C (143 on SIGTERM).\n\nflags:")
+		fmt.Fprintln(s.err, "usage: codeagent exec [flags] FILE|- [-- ARGS...]\n\nRun a program in the sandbox. Exit status: the program's, 124 on timeout,\n137 when killed for memory, 125 when the sandbox could not be set up, 2 for\nusage errors, 130 on Ctrl-C (143 on SIGTERM); 1 when the program succeeded\nbut --apply could not apply its changes.\n\nflags:")
 		printFlags(fs)
 	}
 	o := execOptions{Env: map[string]string{}}
@@ -345,6 +345,9 @@ func programName(file string, l lang.Language) string {
 // execExit prints the outcome and returns the exit status.
 func execExit(s stdio, asJSON bool, res sandbox.Result, folder *folderOutcome, err error) int {
 	code := res.ExitStatus()
+	if code == exitOK && folder != nil && len(folder.Refused) > 0 {
+		code = exitFailure // --apply did not apply the changes (said on stderr), as for run
+	}
 	var setup *sandbox.SetupError
 	switch {
 	case err == nil:
