@@ -93,7 +93,7 @@ func (iv invoker) own(t *testing.T, dir string) {
 // command is the binary with args, in dir, as the invoker's user.
 func (iv invoker) command(ctx context.Context, t *testing.T, dir string, args ...string) *exec.Cmd {
 	t.Helper()
-	if len(args) > 0 && (args[0] == "run" || args[0] == "exec") {
+	if len(args) > 0 && (args[0] == "run" || args[0] == "exec" || args[0] == "repl") {
 		args = append([]string{args[0], "--backend", iv.backend}, args[1:]...)
 	}
 	if iv.uid == 0 {
@@ -110,9 +110,16 @@ func (iv invoker) command(ctx context.Context, t *testing.T, dir string, args ..
 // run runs the binary to its end (3 minutes at most).
 func (iv invoker) run(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
+	return iv.runStdin(t, dir, "", args...)
+}
+
+// runStdin is run with stdin.
+func (iv invoker) runStdin(t *testing.T, dir, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := iv.command(ctx, t, dir, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -251,41 +258,58 @@ func TestAttackRunInFolderPlantsForTheHost(t *testing.T) {
 	})
 }
 
-// The same plants from a program that exec runs in the folder: exec
-// --apply goes through the same checks, and lands none of them (nor,
-// all or none, the honest report), exiting 1 as run does. As root and unprivileged, on the
+// The same plants from a program that exec runs in the folder, and from a
+// repl's cell: exec --apply and repl --apply go through the same checks,
+// and land none of them (nor, all or none, the honest report), exiting 1
+// as run does. As root and unprivileged, on the
 // namespace backend and Docker.
 func TestAttackExecInFolderPlantsForTheHost(t *testing.T) {
 	forInvokers(t, func(t *testing.T, iv invoker) {
-		dir, data := plantFolder(t, iv)
-		prog := filepath.Join(filepath.Dir(dir), "plant.py")
-		if err := os.WriteFile(prog, []byte(plantProgram), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		iv.own(t, prog)
-		before := treeLook(t, dir)
-		code, stdout, stderr := iv.run(t, dir, "exec", "--data-dir", data, "--apply", prog)
-		if code != exitFailure {
-			t.Errorf("exec --apply: exit %d, want 1 (nothing applied)\n%s%s", code, stdout, stderr)
-		}
-		if after := treeLook(t, dir); after != before {
-			t.Fatalf("the folder changed:\nbefore:\n%safter:\n%s", before, after)
-		}
-		out := stdout + stderr
-		for _, rel := range []string{"vendor/lib/.git/config", "vendor/lib/.git/hooks/pre-commit", "mod/.git"} {
-			if !strings.Contains(out, "skipped  "+rel+": git's files (.git) are read-only") {
-				t.Errorf("the output does not list %s as skipped:\n%s", rel, out)
-			}
-		}
-		for _, rel := range []string{".npmrc", ".tools.sh", ".env", "id_rsa", ".envrc", ".vscode/tasks.json"} {
-			if !strings.Contains(out, "not applied: "+rel+": ") {
-				t.Errorf("the output does not name %s as refused:\n%s", rel, out)
-			}
-		}
-		if !strings.Contains(out, "nothing was applied") {
-			t.Errorf("no word that nothing was applied:\n%s", out)
+		for _, door := range []string{"exec", "repl"} {
+			t.Run(door, func(t *testing.T) { attackPlantsThrough(t, iv, door) })
 		}
 	})
+}
+
+// attackPlantsThrough runs plantProgram in a planted folder through exec
+// (the program's file beside the folder) or repl (one cell running the
+// folder's copy of it) with --apply, and checks that nothing landed.
+func attackPlantsThrough(t *testing.T, iv invoker, door string) {
+	dir, data := plantFolder(t, iv)
+	prog := filepath.Join(filepath.Dir(dir), "plant.py")
+	if door == "repl" {
+		prog = filepath.Join(dir, "plant.py") // the cell runs the folder's copy
+	}
+	if err := os.WriteFile(prog, []byte(plantProgram), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	iv.own(t, prog)
+	before := treeLook(t, dir)
+	args, stdin := []string{"exec", "--data-dir", data, "--apply", prog}, ""
+	if door == "repl" {
+		args, stdin = []string{"repl", "--data-dir", data, "--apply"}, "exec(open('plant.py').read())\n"
+	}
+	code, stdout, stderr := iv.runStdin(t, dir, stdin, args...)
+	if code != exitFailure {
+		t.Errorf("%s --apply: exit %d, want 1 (nothing applied)\n%s%s", door, code, stdout, stderr)
+	}
+	if after := treeLook(t, dir); after != before {
+		t.Fatalf("the folder changed:\nbefore:\n%safter:\n%s", before, after)
+	}
+	out := stdout + stderr
+	for _, rel := range []string{"vendor/lib/.git/config", "vendor/lib/.git/hooks/pre-commit", "mod/.git"} {
+		if !strings.Contains(out, "skipped  "+rel+": git's files (.git) are read-only") {
+			t.Errorf("the output does not list %s as skipped:\n%s", rel, out)
+		}
+	}
+	for _, rel := range []string{".npmrc", ".tools.sh", ".env", "id_rsa", ".envrc", ".vscode/tasks.json"} {
+		if !strings.Contains(out, "not applied: "+rel+": ") {
+			t.Errorf("the output does not name %s as refused:\n%s", rel, out)
+		}
+	}
+	if !strings.Contains(out, "nothing was applied") {
+		t.Errorf("no word that nothing was applied:\n%s", out)
+	}
 }
 
 // A killed apply leaves each file old or new, never torn, and applying

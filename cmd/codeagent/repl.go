@@ -45,7 +45,7 @@ func cmdRepl(ctx context.Context, s stdio, args []string) int {
 			"(pandas as pd, numpy as np and matplotlib.pyplot as plt are loaded). The value\nof a cell's last expression is shown; "+
 			"figures left open are saved in the\nworkspace as figure-N.png. Ctrl-C interrupts a cell, Ctrl-D quits.\n"+
 			"Exit status: 0 on Ctrl-D, 2 for usage errors, 75 when the session is in use by another\n"+
-			"process, 125 when the sandbox could not be set up, 1 otherwise.\n\nflags:")
+			"process, 125 when the sandbox could not be set up, 1 otherwise (--apply that could\nnot apply the changes too).\n\nflags:")
 		printFlags(fs)
 	}
 	var o replOptions
@@ -166,12 +166,19 @@ func runRepl(ctx context.Context, o replOptions, s stdio) error {
 			fin.keepAs("codeagent repl", "repl", s) // interrupted: kept, never applied
 			return err
 		}
-		_, ferr := finishFolder(folderEnd{human: true, list: s.err, apply: o.Apply, sensitive: o.ApplySensitive,
+		out, ferr := finishFolder(folderEnd{human: true, list: s.err, apply: o.Apply, sensitive: o.ApplySensitive,
 			task: "codeagent repl", success: err == nil, what: "repl", noAsk: true}, s, fin.dataDir, fin.f, fin.ws)
+		if ferr == nil && out != nil && len(out.Refused) > 0 {
+			ferr = errNotApplied // as run and exec: exit 1
+		}
 		err = errors.Join(err, ferr)
 	}
 	return err
 }
+
+// errNotApplied ends a repl whose --apply did not apply its changes
+// (each refusal said above; the set is kept).
+var errNotApplied = errors.New("--apply did not apply the repl's changes")
 
 // replIn runs the repl's cells in ws until Ctrl-D, its kernel ended and
 // the terminal restored when it returns.
