@@ -124,6 +124,6 @@ func TestConformanceAsCells(t *testing.T) {
 	// of the disk limit's size (Spec.LiveWorkspace), so its disk limit
 	// holds by construction; where the backend binds workspaces
 	// themselves, the disk watcher bounds it. A kernel has no network.
-	sandboxtest.RunWith(t, cellSandbox{b, t}, sandboxtest.Features{ReactiveDisk: b.ReactiveDisk(), NoNetwork: true, WholeStdin: true})
+	sandboxtest.RunWith(t, cellSandbox{b, t}, sandboxtest.Features{ReactiveDisk: b.ReactiveDisk(), NoNetwork: true, WholeStdin: true, KernelPerRun: true})
 	t.Logf("%d kernels started warm", b.WarmRuns())
 }
